@@ -581,6 +581,12 @@ def group_bandwidth(size: Value, stride: Value, lay: Parallelism, ring: bool = T
     share of its node's NICs, f(K / G) (NCCL's send/recv goes out by the NIC beside the GPU and splits no send
     over its neighbours': a hunt found a CP ring step leaving an 8-GPU host priced at all 8 NICs, CP 64 at
     128k tokens 3.6 times faster than NCCL's pricing)."""
+    bw, crosses, _ = _rate(size, stride, lay, ring)
+    return bw, crosses
+
+
+def _rate(size: Value, stride: Value, lay: Parallelism, ring: bool) -> tuple[Value, Value, Value]:
+    """:func:`group_bandwidth`'s (bytes/s per member, crosses), and the members whose NICs it takes (q)."""
     inside = (size <= 1) | (
         stride * size <= group_part(size, stride, lay.gpus, lay.gpus_per_node, lay.nvlink_domain)
     )
@@ -590,7 +596,7 @@ def group_bandwidth(size: Value, stride: Value, lay: Parallelism, ring: bool = T
     nic = lay.bandwidth / 8.0 * lay.utilization * nic_fraction(nics)
     # Across domains the ring also takes NVLink hops between its members in one domain, if there are several.
     across = jnp.where(sharing > 1, jnp.minimum(lay.nvlink_bw, nic), nic)
-    return jnp.where(inside, lay.nvlink_bw, across), ~inside
+    return jnp.where(inside, lay.nvlink_bw, across), ~inside, sharing
 
 
 def _sharing_nics(size: Value, stride: Value, lay: Parallelism) -> Value:
@@ -630,8 +636,7 @@ def nic_share(size: Value, stride: Value, lay: Parallelism, ring: bool = True) -
     (the ring's NVLink hops between a domain's members carry every byte at b_nvl on any network). A review of the
     plan's table: TP 16 over two 8-GPU nodes, 8 NICs of 400 Gbit/s a node (b 368 GB/s against NVLink's 450),
     was "27% on NICs" beside a network that cost 6% of the step, and 22% at 10^6 Gbit/s."""
-    bw, crosses = group_bandwidth(size, stride, lay, ring)
-    sharing = _sharing_nics(size, stride, lay) if ring else 1.0
+    bw, crosses, sharing = _rate(size, stride, lay, ring)
     return jnp.where(crosses, jnp.where(sharing > 1, 1.0 - bw / lay.nvlink_bw, 1.0), 0.0)
 
 

@@ -19,6 +19,12 @@ torchrun --nproc_per_node 8 pretrain_gpt.py \\
 """
 
 
+def _settings(path, text) -> dict[str, str]:
+    """The settings ``read_launch`` reads of ``text``, written to the file ``path`` first."""
+    path.write_text(text)
+    return read_launch(path).settings
+
+
 def _refusal(path, text=None) -> str:
     """The one line ``read_launch`` refuses the file ``path`` with (``text`` written to it first)."""
     if text is not None:
@@ -152,10 +158,14 @@ def test_megatrons_example_scripts_with_arrays_and_commands_after_are_read(tmp_p
         "tp": "8", "pp": "16", "micro_batch": "1", "global_batch": "1536", "precision": "bf16",
     }  # fmt: skip
     assert unused == ["--nproc_per_node", "--data-path"] and "expert_tp" not in settings
-    path.write_text("torchrun pretrain_gpt.py --global-batch-size 1536\necho finished\n")
-    assert read_launch(path).settings["global_batch"] == "1536"
-    path.write_text('pretrain_gpt.py --tensor-model-parallel-size 2 --data-path "a\n  b" --bf16\n')
-    assert read_launch(path).settings["tp"] == "2"  # a quote spanning lines
+    assert (
+        _settings(path, "torchrun pretrain_gpt.py --global-batch-size 1536\necho finished\n")["global_batch"]
+        == "1536"
+    )
+    assert (
+        _settings(path, 'pretrain_gpt.py --tensor-model-parallel-size 2 --data-path "a\n  b" --bf16\n')["tp"]
+        == "2"
+    )  # a quote spanning lines
     path.write_text('pretrain_gpt.py --tensor-model-parallel-size 2 --data-path "a\n')
     with pytest.raises(InputError, match="a quote is never closed"):
         read_launch(path)
@@ -169,8 +179,12 @@ def test_a_moe_commands_expert_tp_and_what_an_option_replaces(tmp_path):
 
     path = tmp_path / "moe.sh"
     moe = "pretrain_gpt.py --tensor-model-parallel-size 2 --expert-model-parallel-size 8 --bf16"
-    path.write_text(f"{moe} --expert-tensor-parallel-size 1 --moe-token-dispatcher-type alltoall")
-    assert read_launch(path).settings["expert_tp"] == "1"
+    assert (
+        _settings(path, f"{moe} --expert-tensor-parallel-size 1 --moe-token-dispatcher-type alltoall")[
+            "expert_tp"
+        ]
+        == "1"
+    )
     path.write_text(f"{moe} --moe-token-dispatcher-type flex")
     settings, _, defaulted, _ = read_launch(path)
     assert settings["expert_tp"] == "2" and "expert_tp" in defaulted and "moe_dispatcher" not in defaulted
@@ -205,8 +219,7 @@ def test_a_moe_commands_expert_tp_and_what_an_option_replaces(tmp_path):
 )
 def test_shell_operators_end_a_flags_values(tmp_path, text, expected):
     path = tmp_path / "a.sh"
-    path.write_text(text)
-    settings = read_launch(path).settings
+    settings = _settings(path, text)
     assert {k: settings[k] for k in expected} == expected
 
 
@@ -527,8 +540,7 @@ def test_a_value_out_of_range_is_refused_as_the_command_gives_it(tmp_path, flag,
 )
 def test_a_hash_inside_a_word_starts_no_comment(tmp_path, text):
     path = tmp_path / "train.sh"
-    path.write_text(text)
-    settings = read_launch(path).settings
+    settings = _settings(path, text)
     assert (settings["tp"], settings["pp"]) == ("4", "1")
 
 
@@ -562,13 +574,20 @@ def test_flags_in_a_shells_c_string_are_read(tmp_path):
     )
     assert unused == ["--wandb-exp-name"]  # srun's own flags are no training command's
     # the string's commands as sh reads them: its comment ends at its line, the flag after it no training's
-    path.write_text(
-        "docker run --rm img sh -lc 'cd /w; python pretrain_gpt.py --bf16 # on\n"
-        "  --pipeline-model-parallel-size 2'"
+    assert (
+        _settings(
+            path,
+            "docker run --rm img sh -lc 'cd /w; python pretrain_gpt.py --bf16 # on\n"
+            "  --pipeline-model-parallel-size 2'",
+        )["pp"]
+        == "1"
     )
-    assert read_launch(path).settings["pp"] == "1"
-    path.write_text("A=(--bf16)\nsh -lc 'python pretrain_gpt.py ${A[@]} --tensor-model-parallel-size 8'")
-    assert read_launch(path).settings["tp"] == "8"
+    assert (
+        _settings(path, "A=(--bf16)\nsh -lc 'python pretrain_gpt.py ${A[@]} --tensor-model-parallel-size 8'")[
+            "tp"
+        ]
+        == "8"
+    )
 
 
 TRAIN_THEN_SERVE = """#!/bin/bash
@@ -614,11 +633,14 @@ def test_only_the_training_command_is_read_and_which_one_trains_is_never_guessed
             "trains; keep that one alone in the file"
         )
     # commands that agree on every flag read are no ambiguity; a command that gives none is no training one
-    path.write_text(
-        "mkdir -p logs; cd /w\ntorchrun train.py --bf16 --tensor-model-parallel-size 2 --save a\n"
-        "torchrun train.py --bf16 --tensor-model-parallel-size 2 --save b\n"
+    assert (
+        _settings(
+            path,
+            "mkdir -p logs; cd /w\ntorchrun train.py --bf16 --tensor-model-parallel-size 2 --save a\n"
+            "torchrun train.py --bf16 --tensor-model-parallel-size 2 --save b\n",
+        )["tp"]
+        == "2"
     )
-    assert read_launch(path).settings["tp"] == "2"
 
 
 def test_fsdp2_with_pipeline_or_expert_parallelism_is_refused(tmp_path):
@@ -633,8 +655,10 @@ def test_fsdp2_with_pipeline_or_expert_parallelism_is_refused(tmp_path):
             f"{path}:2: --use-torch-fsdp2 with {flag} 2: Megatron-LM refuses it (--use-torch-fsdp2 is not "
             f"supported with {parallelism})"
         )
-    path.write_text("pretrain_gpt.py --bf16 --use-torch-fsdp2 --pipeline-model-parallel-size 1\n")
-    assert read_launch(path).settings["zero"] == "3"
+    assert (
+        _settings(path, "pretrain_gpt.py --bf16 --use-torch-fsdp2 --pipeline-model-parallel-size 1\n")["zero"]
+        == "3"
+    )
 
 
 def test_a_byte_that_is_not_utf8_is_read_and_a_nul_byte_is_refused(tmp_path):
@@ -662,8 +686,7 @@ def test_a_byte_that_is_not_utf8_is_read_and_a_nul_byte_is_refused(tmp_path):
 )
 def test_words_bash_reads_as_one_command(tmp_path, text):
     path = tmp_path / "train.sh"
-    path.write_text(text)
-    assert read_launch(path).settings["tp"] == "4"
+    assert _settings(path, text)["tp"] == "4"
 
 
 @pytest.mark.parametrize(
@@ -691,8 +714,7 @@ def test_words_bash_reads_as_one_command(tmp_path, text):
 )
 def test_assignments_after_keywords_and_declaration_builtins_are_read(tmp_path, text):
     path = tmp_path / "train.sh"
-    path.write_text(text)
-    settings = read_launch(path).settings
+    settings = _settings(path, text)
     assert (settings["tp"], settings["sequence_parallel"], settings["precision"]) == ("4", "1", "bf16")
 
 
@@ -721,11 +743,14 @@ def test_a_flag_variable_a_block_may_change_is_refused(tmp_path, text, line, nam
         "netsweep cannot tell which the training command gets; assign them once, outside it"
     )
     # flags it does not read, the same flags, or a variable the training command does not expand: no doubt
-    path.write_text(
-        'D="--data-path a"\nA="--bf16"\nif [ "$X" = 1 ]; then D="--data-path b"; A="--bf16"; '
-        'E="--fp16"; fi\npretrain_gpt.py $A $D --tensor-model-parallel-size 2'
+    assert (
+        _settings(
+            path,
+            'D="--data-path a"\nA="--bf16"\nif [ "$X" = 1 ]; then D="--data-path b"; A="--bf16"; '
+            'E="--fp16"; fi\npretrain_gpt.py $A $D --tensor-model-parallel-size 2',
+        )["tp"]
+        == "2"
     )
-    assert read_launch(path).settings["tp"] == "2"
 
 
 def test_a_variable_left_unexpanded_where_flags_go_is_refused(tmp_path):
@@ -764,11 +789,14 @@ def test_a_variable_left_unexpanded_where_flags_go_is_refused(tmp_path):
             "gives, so give them in the file before the command"
         )
     # a flag's value (its own check), a launcher's or a program's word, a variable holding no flag: read
-    path.write_text(
-        "ENTRY=pretrain_gpt.py\nCKPT=/c\ntorchrun $DIST $ENTRY --save $CKPT --data-path 0.5 $A 0.5 $B "
-        '--tensor-model-parallel-size 2 --bf16 "$@"'  # the script's own arguments: read as run without them
-    )
-    assert read_launch(path).settings["tp"] == "2"
+    assert (
+        _settings(
+            path,
+            "ENTRY=pretrain_gpt.py\nCKPT=/c\ntorchrun $DIST $ENTRY --save $CKPT --data-path 0.5 $A 0.5 $B "
+            '--tensor-model-parallel-size 2 --bf16 "$@"',
+        )["tp"]
+        == "2"
+    )  # "$@", the script's own arguments: read as run without them
     path.write_text("pretrain_gpt.py --bf16 --tensor-model-parallel-size $TP")
     with pytest.raises(InputError, match=r"train.sh:1: --tensor-model-parallel-size '\$TP': give one whole"):
         read_launch(path)
@@ -777,12 +805,12 @@ def test_a_variable_left_unexpanded_where_flags_go_is_refused(tmp_path):
 def test_a_file_of_flags_alone_is_one_command(tmp_path):
     # A review: HEAD's reader read such a file; it was refused, naming a flag as "the command".
     path = tmp_path / "train.sh"
-    path.write_text(
+    settings = _settings(
+        path,
         "--num-layers 32 --hidden-size 4096\n"
         "--tensor-model-parallel-size 4 --pipeline-model-parallel-size 2\n"
-        "--bf16 --micro-batch-size 1\n--sequence-parallel\n"
+        "--bf16 --micro-batch-size 1\n--sequence-parallel\n",
     )
-    settings = read_launch(path).settings
     assert (settings["tp"], settings["pp"], settings["sequence_parallel"], settings["micro_batch"]) == (
         "4",
         "2",
@@ -853,6 +881,5 @@ def test_a_redirection_anywhere_and_the_scripts_arguments_leave_the_command_whol
     # A review: a redirection mid-command ended it (the flags after it lost in silence: TP 1 priced), and a
     # trailing "$@" (the script's arguments, which the file is read without) was read as a flag's value
     path = tmp_path / "train.sh"
-    path.write_text(text)
-    settings = read_launch(path).settings
+    settings = _settings(path, text)
     assert (settings["tp"], settings["micro_batch"], settings["precision"]) == ("4", "1", "bf16")

@@ -30,9 +30,8 @@ def script_lines(path: str | os.PathLike[str]) -> list[str]:
     not text (a binary given in its place), valid UTF-8 or not (a review: one that was had been read):
     refused."""
     lines = read_lines(path, "launch command", replace=True)
-    raw = Path(path).read_bytes()
-    if b"\0" in raw:
-        at = raw.index(b"\0")
+    if any("\0" in line for line in lines):  # (a NUL byte decodes as itself: its offset read only to say it)
+        at = Path(path).read_bytes().index(b"\0")
         raise InputError(f"{path}: not a text file (a NUL byte at byte {at}); expected a launch command")
     return lines
 
