@@ -322,7 +322,7 @@ def take_launch(settings: dict[str, Any], given: Collection[str], say: Say) -> t
     from netsweep_jax.sweep.io.launch import read_launch
 
     path = settings["launch"]
-    read, unused, defaulted, shape = read_launch(path, given)
+    read, unused, defaulted, shape = read_launch(path)
     _same_shape(path, shape, settings.get("model"), settings.get("arch"))
     # What the command leaves out is Megatron-LM's default, which an option given replaces; what it states, not
     # (its 1F1B, left out, by --schedule too).

@@ -11,11 +11,9 @@ several commands that differ in a flag read here are refused (a file of flags al
 command). So is a command whose flags the file does not tell (:mod:`sweep.io.launch_script`): a variable
 that an ``if`` netsweep cannot decide, a ``case`` or a loop gives other flags, or a ``$NAME`` that may
 hold flags left unexpanded (set after the command, or not in the file). A flag below whose value is not a
-whole number (``eight``) is refused, naming the flag and the file's line: netsweep cannot know its value, and
-Megatron-LM's default in its place would be a silent guess. A shell variable is its value where the file
-assigns it one for sure before the command (``TP=8``, outside any ``if``); one the file leaves to its
-environment (``$TP`` with no such assignment, or ``TP=${TP:-8}``) takes the option given beside ``--launch``
-(``--tp 8``), and is refused without one. So is a file that gives none of them:
+whole number (``eight``, a shell variable ``$TP``) is refused, naming the flag and the file's line: netsweep
+cannot know its value, and Megatron-LM's default in its place would be a silent guess. So is a file that
+gives none of them:
 
     --tensor-model-parallel-size T     --tp T
     --pipeline-model-parallel-size P   --pp P
@@ -54,7 +52,7 @@ as not used: the model comes from ``--model`` or ``--arch``. Pure Python: no JAX
 
 import os
 import re
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from typing import NamedTuple
 
 from netsweep_jax.sweep.core.errors import InputError, where
@@ -62,7 +60,7 @@ from netsweep_jax.sweep.core.layout_axes import AXES, recompute_mode
 from netsweep_jax.sweep.core.schema import option_of
 from netsweep_jax.sweep.core.sweep_settings import MOE_DISPATCHERS, OVERLAP_SWITCHES
 from netsweep_jax.sweep.core.values import decimal, whole_number
-from netsweep_jax.sweep.io.launch_script import EXPANSION, script_lines, training_command, uncommented
+from netsweep_jax.sweep.io.launch_script import script_lines, training_command, uncommented
 
 # Flags that take a value, and the sweep parameter it sets.
 VALUED = {
@@ -153,35 +151,6 @@ class Launch(NamedTuple):
     unused: list[str]
     defaulted: frozenset[str]
     shape: dict[str, tuple[str, int]]
-
-
-def _environments(values: list[str], name: str, given: Collection[str], at: str) -> bool:
-    """Whether a valued flag's ``values`` are a variable the file leaves to its environment (``$TP``, the file
-    assigning TP no number for sure before the command) that option ``name``, given (``given``), stands for;
-    else its one whole number, checked by its option's rule (refused as the command gives it: ``at``, the
-    file's line and the flag, starts a message), or refused. A value that is not a number is never
-    Megatron-LM's default instead: that would be a silent guess."""
-    text = " ".join(values) or "nothing"
-    variable = EXPANSION.fullmatch(values[0]) if len(values) == 1 else None
-    if variable:
-        if name in given:
-            return True
-        raise InputError(
-            f"{at} {text!r}: the file assigns {variable['bare'] or variable['braced']} no number for sure before "
-            f"the command (its environment or a branch may): give its value as {option_of(name)} beside "
-            "--launch, or write it in the file"
-        )
-    if len(values) != 1 or whole_number(values[0]) is None:
-        raise InputError(
-            f"{at} {text!r}: give one whole number in ASCII digits, or leave the flag out and give {option_of(name)}"
-        )
-    spec, value = AXES.get(name), int(values[0])
-    rule = "must be a whole number from 1" if name == "virtual_stages" and value < 1 else None
-    if spec is not None and not spec.allows(value):
-        rule = spec.rule()
-    if rule is not None:
-        raise InputError(f"{at} {values[0]}: {rule}")
-    return False
 
 
 def _negative(text: str) -> bool:
@@ -445,11 +414,9 @@ def _refuse_what_megatron_refuses(flags: dict[str, list[str]], line_of: Callable
         )
 
 
-def read_launch(path: str | os.PathLike[str], given: Collection[str] = ()) -> Launch:
+def read_launch(path: str | os.PathLike[str]) -> Launch:
     """The sweep settings a launch command gives ({parameter: value text}), the flags it does not use, and the
-    settings that are Megatron-LM's defaults for what it leaves out. ``given``: the parameters given as
-    options beside it, which stand for a flag's value the file leaves to its environment (``$TP`` where the
-    file assigns TP no number for sure: :func:`_valued`)."""
+    settings that are Megatron-LM's defaults for what it leaves out."""
     lines = script_lines(path)
     flags, any_words, used = training_command(path, lines, READ_FLAGS)
     code = uncommented(lines)
@@ -472,8 +439,20 @@ def read_launch(path: str | os.PathLike[str], given: Collection[str] = ()) -> La
         )
     for flag, values in flags.items():
         if flag in VALUED:
-            if not _environments(values, VALUED[flag], given, f"{line_of(flag)}: {flag}"):
-                settings[VALUED[flag]] = values[0]
+            if len(values) != 1 or whole_number(values[0]) is None:
+                given = " ".join(values) or "nothing"
+                raise InputError(
+                    f"{line_of(flag)}: {flag} {given!r}: give one whole number in ASCII digits (a shell "
+                    f"variable cannot be read here), or leave the flag out and give {option_of(VALUED[flag])}"
+                )
+            # refused as the command gives it (its netsweep option had been named, as if typed)
+            spec, value = AXES.get(VALUED[flag]), int(values[0])
+            rule = "must be a whole number from 1" if VALUED[flag] == "virtual_stages" and value < 1 else None
+            if spec is not None and not spec.allows(value):
+                rule = spec.rule()
+            if rule is not None:
+                raise InputError(f"{line_of(flag)}: {flag} {values[0]}: {rule}")
+            settings[VALUED[flag]] = values[0]
         elif flag not in (*OVERLAP_FLAGS, *OTHER_USED, *SHAPE_FLAGS, *SHAPE_SWITCHES):
             unused.append(flag)
     stated = set(settings)

@@ -440,10 +440,9 @@ class _Script:
     def _assign(self, assigned: re.Match[str], span: range) -> None:
         """Set a variable as bash does where it holds flags (``GPT_ARGS="--tensor-model-parallel-size 2
         ..."``, ``VAR+=" --flags"``, ``VAR="$VAR --flags"``, as Megatron-LM's
-        examples/rl/model_configs/common.sh builds them); another is kept where it is assigned for sure
-        (:attr:`known`: ``TP=4`` outside any block, its word for an if's test and a flag's value), and not read
-        where branches may set it (one would be a silent guess): its ``$TP`` then a value refused where a
-        flag's."""
+        examples/rl/model_configs/common.sh builds them); another (``TP=4``: branches may set it, and one
+        would be a silent guess) is not read, its ``$TP`` a value refused where a flag's, its word kept for an
+        if's test where it is assigned for sure (:attr:`known`)."""
         name, value = assigned["name"], assigned["value"].split()
         if self._state() == "run" and not assigned["append"] and not set(assigned["value"]) & set("$`"):
             self.known[name] = assigned["value"]
@@ -496,8 +495,7 @@ class _Script:
         """``words`` as bash expands them, and the variables expanded: a flag variable's or an array's words
         in place of its ``$NAME`` or ``${NAME[@]}``; a word of several flags (a quoted array item
         ``"--fp8-format hybrid"`` expanded unquoted, Megatron-LM's examples/llama/train_llama3_8b_h100_fp8.sh)
-        split at its spaces; a variable assigned a value for sure before (:attr:`known`: ``TP=8`` then
-        ``--tensor-model-parallel-size $TP``, a hunt: refused as a shell variable) its words."""
+        split at its spaces."""
         out: list[str] = []
         used: set[str] = set()
         for word in words:
@@ -507,9 +505,6 @@ class _Script:
                 continue
             if name and name in self.variables:
                 out += self.variables[name]
-                used.add(name)
-            elif name and name in self.known:  # a value assigned for sure (TP=8 then $TP), as bash splits it
-                out += self.known[name].split()
                 used.add(name)
             elif word.startswith("--") and len(word.split()) > 1:
                 out += word.split()
