@@ -290,6 +290,50 @@ def test_a_plan_over_a_list_of_fabrics_stopped_then_resumed_keeps_what_it_finish
     assert r.exit_code == 2 and "holds another plan than this command's (its dtype differs)" in r.output
 
 
+def test_a_fabric_with_no_feasible_layout_in_a_list_is_said_and_writes_nothing_for_it(tmp_path, monkeypatch):
+    # A hunt: --fabric A,B with no layout fitting on B ended with exit 2 after A's cube was written, which then
+    # refused the same command run again. Now B is said and gets no cube; where no fabric has one, nothing is
+    # written and the command is refused as one plan's is. (Which fabric fits nothing is made here: the rule
+    # for one plan is the single plan's, tested where its layouts are.)
+    from netsweep_jax.sweep.analysis import layout_jobs
+    from netsweep_jax.sweep.core.errors import Infeasible
+
+    write_plan = layout_jobs.write_plan
+
+    def rail_only_fits_nothing(grid, *args, **kwargs):  # as its search would find, without searching
+        if grid.rail_only:
+            raise Infeasible("no feasible layout: made so here")
+        return write_plan(grid, *args, **kwargs)
+
+    monkeypatch.setattr(layout_jobs, "write_plan", rail_only_fits_nothing)
+    plans = ["plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--keep", "2", "-q",
+             "--out", tmp_path / "p.h5"]  # fmt: skip
+    stale = tmp_path / "p-fabricdgx-h100-rail-only.h5"
+    for order in ("dgx-h100-rail-only,dgx-h100-superpod", "dgx-h100-superpod,dgx-h100-rail-only"):
+        # an earlier run's cube of its name, which --force allows replacing, is not left to pass for this
+        # plan's (a review: a later --resume took it for one), nor a checkpoint of it
+        stale.write_bytes(b"an earlier run's")
+        stale.with_suffix(".h5.partial").write_bytes(b"an earlier run's")
+        r = invoke(*plans, "--fabric", order, "--force")
+        assert r.exit_code == 0, r.output
+        said = r.output.splitlines()
+        rail = next(i for i, line in enumerate(said) if line.startswith("--fabric dgx-h100-rail-only"))
+        assert said[rail + 1 : rail + 3] == [
+            "  no feasible layout: made so here",
+            f"no cube written for it (the earlier {stale} removed, as --force allows)",
+        ]
+        # said in the list's order, once the other plan is written
+        assert (said.index("--fabric dgx-h100-superpod:") < rail) == order.startswith("dgx-h100-superpod")
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["p-fabricdgx-h100-superpod.h5"]
+    assert said[-1].startswith("no cube written for it")
+    r = invoke(*plans, "--fabric", "dgx-h100-rail-only,dgx-h100-rail-only-sharp")
+    assert r.exit_code == 2 and r.output.strip().endswith(
+        "error: --fabric dgx-h100-rail-only (rail-only: no spine): no feasible layout: made so here; no plan of "
+        "the list has one"
+    ), r.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p-fabricdgx-h100-superpod.h5"]
+
+
 def test_a_forced_plan_list_stopped_says_which_old_cubes_to_move_before_resuming(tmp_path, monkeypatch):
     # A review: the hint checked the list's --out, which no plan of a list writes, so it never said to move the
     # old cube a resumed run then refused ("holds another plan").

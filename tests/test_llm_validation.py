@@ -433,6 +433,15 @@ def test_calibrate_a_users_runs_and_predict_a_larger_layout(tmp_path):
     assert both.fitted == fitted.fitted
     with pytest.raises(InputError, match="'g2': no runs in that group; groups: g0, g1"):
         V.calibrate_runs(two, "g0,g2")
+    # by every name list's rules (a hunt: an empty item and a group named twice taken in silence, G0 refused)
+    runs = V.read_runs(two)
+    assert V.training_groups("G1, g0", runs) == ["g1", "g0"]
+    for bad, why in (("g0,", "item 2 is empty"), ("g0,G0", "each name once")):
+        with pytest.raises(InputError, match=why):
+            V.training_groups(bad, runs)
+    # groups whose names differ in case alone are each themselves (a review: G0 had fitted g0's runs)
+    cased = [dataclasses.replace(r, group="G0") if r.group == "g1" else r for r in runs]
+    assert V.training_groups("G0,g0", cased) == ["G0", "g0"] and V.training_groups("G0", cased) == ["G0"]
     table = V.calibrate_table(fitted, v)
     assert "mine-2048" in table and "predict" in table and "error of training dense runs (6)" in table
     # the options that price with them, as the report names them (a hunt: the table named none)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES
-from netsweep_jax.sweep.core.errors import InputError, literal
+from netsweep_jax.sweep.core.errors import Infeasible, InputError, literal
 from netsweep_jax.sweep.core.layout_axes import (
     DEFAULT_GPU,
     LAYOUT_OPTIONS,
@@ -661,10 +661,10 @@ def write_plans(
     :func:`fabric_label`, and its grid; one unlabelled grid for one fabric) and per value of its
     oversubscription, in order (:func:`write_plan`, each its own cube, ``OUT`` with ``-fabric<label>`` where
     there are several fabrics and ``-oversubscription<V>`` where there are several values, before its suffix):
-    (its heading, table and tiers; ``wrote CUBE``, or ``kept CUBE`` where ``resume`` kept it). Each distinct ``assumed:`` line is said once. Every value is
-    validated (its grid made) before the first plan; they share one compile where their shapes are the same
-    (the fabric's settings and the spine are columns of the kernel's inputs). ``base``: :func:`plans_out`'s.
-
+    (its heading, table and tiers; ``wrote CUBE``, or ``kept CUBE`` where ``resume`` kept it). Each distinct
+    ``assumed:`` line is said once. Every value is validated (its grid made) before the first plan; they share
+    one compile where their shapes are the same (the fabric's settings and the spine are columns of the
+    kernel's inputs). ``base``: :func:`plans_out`'s. An infeasible plan: :func:`_searched` (all: refused).
     ``resume``: the plans of an interrupted run of the same command: a cube it finished is kept (read, not
     searched again; one of another plan refused), one it left in ``OUT.partial`` goes on from there, and the
     others are searched."""
@@ -689,6 +689,8 @@ def write_plans(
         for *_, target in ones:
             if target not in kept:
                 check_new_file(target, force=force, suffixes=CUBE_SUFFIXES)
+    unplanned: list[tuple[str, str]] = []  # infeasible plans' (text, done), said once a plan is written
+    refusal, planned = None, False
     for grid, ones in plans:
         # Where no group can cross the spine its oversubscription changes nothing: the first value's plan is
         # every value's (the same search, not run again), each written with its own value.
@@ -704,10 +706,11 @@ def write_plans(
                 ds, written = kept[target], target
                 first = first or (ds, value)  # a value the spine cannot reach is still its copy
             elif first is None or reachable or target in kept:  # a checkpoint --resume finishes, not copies
-                ds, written = write_plan(
-                    one, target, keep=keep, force=force, command=command, say=once, resume=target in kept
-                )
-                assert ds is not None
+                got = _searched(one, heading, target, unplanned, keep, force, command, once, target in kept)
+                if isinstance(got, Infeasible):
+                    refusal = refusal or got
+                    continue
+                ds, written = got
                 first = (ds, value)
             else:
                 ds = first[0].assign_attrs(one.cube_attrs())
@@ -718,7 +721,46 @@ def write_plans(
                     f"{grid.leaf_hosts * np.min(grid.values['gpus_per_node']):g})"
                 )
             done = "kept" if kept.get(target) is not None else "wrote"
+            yield from unplanned
+            unplanned, planned = [], True
             yield "\n".join([f"{' '.join(heading)}:", plan_table(ds), *tier_lines(ds)]), f"{done} {written}"
+    if refusal is not None and not planned:  # nothing written: the command refused, as one plan's is
+        raise refusal
+    yield from unplanned
+
+
+def _searched(
+    grid: Any,
+    heading: list[str],
+    target: Path,
+    unplanned: list[tuple[str, str]],
+    keep: int,
+    force: bool,
+    command: str,
+    say: Say,
+    resume: bool,
+) -> "tuple[Any, Path] | Infeasible":
+    """One plan of :func:`write_plans`' list searched and written (:func:`write_plan`: the plan and its cube);
+    where it has no feasible layout (:class:`Infeasible`, known only after its search), the refusal, with what
+    to say in the plan's place appended to ``unplanned``: it writes no cube, and the list goes on (a hunt: the
+    list had ended with exit 2 after writing its first plans, whose cubes then refused the command run
+    again). Nothing of the plan is left: its checkpoint (``--resume``'s), and under ``--force`` an earlier
+    run's cube of its name, which a later ``--resume`` would take for this plan's (a review)."""
+    from netsweep_jax.sweep.io.paths import partial_path
+
+    try:
+        ds, written = write_plan(
+            grid, target, keep=keep, force=force, command=command, say=say, resume=resume
+        )
+    except Infeasible as e:
+        partial_path(target).unlink(missing_ok=True)
+        gone = f" (the earlier {target} removed, as --force allows)" if force and target.exists() else ""
+        if gone:
+            target.unlink()
+        unplanned.append((f"{' '.join(heading)}:\n  {e}", f"no cube written for it{gone}"))
+        return Infeasible(f"{' '.join(heading)}: {e}; no plan of the list has one")  # raised where none has
+    assert ds is not None
+    return ds, written
 
 
 def _resumed(

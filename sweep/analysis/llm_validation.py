@@ -127,6 +127,7 @@ from netsweep_jax.sweep.analysis.llm_predict import predict
 from netsweep_jax.sweep.analysis.llm_report import FILES, memory_line, pct, plan_flags, signed, write_report
 from netsweep_jax.sweep.analysis.llm_sources import LOWEST_MEDIAN, lowest_median
 from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.values import parse_names
 from netsweep_jax.sweep.io.paths import check_report_directory
 from netsweep_jax.sweep.io.runs import DATASET, Run, read_runs, settings
 from netsweep_jax.sweep.model.compute import EFFICIENCY, die
@@ -233,12 +234,14 @@ def summary_lines(v: Validation) -> list[str]:
 def training_groups(train: str, runs: Sequence[Run]) -> list[str]:
     """The groups ``train`` names (comma-separated), each refused unless it holds a dense run with a measured
     value: the fit uses dense runs only (validate --llm's and calibrate's one rule: a review found calibrate
-    fitting a list of which one group was MoE alone)."""
+    fitting a list of which one group was MoE alone), and by every name list's rules (:func:`parse_names`: a
+    group's name in any case, each once, no empty item: a hunt found ``sc21-t1,`` and a group named twice taken
+    in silence, ``SC21-T1`` refused)."""
     groups = sorted({r.group for r in runs})
-    chosen = [g.strip() for g in train.split(",") if g.strip()]
-    for g in chosen or [train]:
-        if g not in groups:
+    for g in (item.strip() for item in train.split(",")):
+        if g and g.lower() not in {known.lower() for known in groups}:
             raise InputError(f"{g!r}: no runs in that group; groups: {', '.join(groups)}", param="train")
+    chosen = parse_names(train, "train", groups)
     for g in chosen:
         if not any(r.group == g and not r.moe and r.value is not None for r in runs):
             raise InputError(

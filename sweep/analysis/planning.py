@@ -35,7 +35,7 @@ import numpy as np
 import xarray as xr
 
 from netsweep_jax.kernels.layout import STATUS
-from netsweep_jax.sweep.core.errors import InputError, sizes_named
+from netsweep_jax.sweep.core.errors import Infeasible, InputError, sizes_named
 from netsweep_jax.sweep.core.families import LAYOUTS
 from netsweep_jax.sweep.core.layout_axes import (
     AXES,
@@ -269,7 +269,7 @@ def _plan(grid: LayoutGrid, keep: int, search: Search) -> xr.Dataset:
 def refuse_infeasible(grid: LayoutGrid, best: dict) -> list[str]:
     """Per setting (outer cell, in cube order), why it has no layout that can exist and fit ('' where it has
     one): the rule its layouts broke most often, or the memory the least hungry one lacked. One
-    :class:`InputError` saying so when no setting has one: then there is nothing to plan."""
+    :class:`Infeasible` saying so when no setting has one: then there is nothing to plan."""
     empty = np.flatnonzero(best["layout"][:, 0] < 0)
     reasons = [""] * best["layout"].shape[0]
     for k, flat in enumerate(
@@ -283,7 +283,7 @@ def refuse_infeasible(grid: LayoutGrid, best: dict) -> list[str]:
     if empty.size == len(reasons):
         where = setting_text(grid, int(empty[0]), "{d} {v}", ", ")
         others = f"; {empty.size} of {empty.size} settings have none" if empty.size > 1 else ""
-        raise InputError(f"no feasible layout{f' ({where})' if where else ''}: {reasons[0]}{others}")
+        raise Infeasible(f"no feasible layout{f' ({where})' if where else ''}: {reasons[0]}{others}")
     return reasons
 
 

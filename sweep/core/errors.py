@@ -27,6 +27,11 @@ class InputError(ValueError):
         return f"{spell(self.param)} {detail}" if self.param else detail
 
 
+class Infeasible(InputError):
+    """A plan none of whose settings has a layout that can exist and fit: nothing to plan. A list of plans
+    (``sweep plan --fabric A,B``) says so of that plan and goes on to its others."""
+
+
 def literal(text: str) -> str:
     """``text`` as it reads inside a detail that names parameters (``names``: the detail is a format string), so
     that a brace a user typed is shown, not read as a placeholder."""

@@ -170,7 +170,8 @@ def parse_names(text: str | Sequence[object], param: str, known: Sequence[str]) 
         raise InputError(f"'': give at least one name ({', '.join(known)})", param=param)
     refuse_empty_item(items, text, param)  # 'ring,,tree' had run ring and tree, in silence (a hunt)
     spelled = {k.lower(): k for k in known}  # case-insensitive: H100 is h100, ResNet50 is resnet50
-    names = [spelled.get(n.lower(), n) for n in names]
+    # a name as written where it is known (groups G0 and g0 both: a review), else in its known case
+    names = [n if n in known else spelled.get(n.lower(), n) for n in names]
     for n in names:
         if n not in known:
             raise InputError(f"{n!r}: unknown; known: {', '.join(known)}{close_match(n, known)}", param=param)
