@@ -495,6 +495,10 @@ def test_plan_charges_the_network_what_an_ideal_one_would_save(tmp_path):
             ["--model", "llama3-8b", "--gpus", "64", "--tp", "64", "--cp", "1", "--pp", "1"],
             "most often: heads not divisible by tp",
         ),
+        (  # a hunt: said as the search's tp x pp x cp not dividing the GPUs, which most layouts broke first
+            ["--model", "llama3-8b", "--gpus", "16", "--micro-batch", "64"],
+            "most often: global batch not divisible by micro-batch x dp",
+        ),
     ],
 )
 def test_plan_without_a_feasible_layout_says_why_and_writes_nothing(tmp_path, args, message):

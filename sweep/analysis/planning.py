@@ -315,7 +315,9 @@ def _why_infeasible(grid: LayoutGrid, flat: int) -> str:
     counts = np.bincount(status, minlength=len(STATUS))
     total = int(counts.sum())
     if counts[0] == 0:
-        code = int(np.argmax(counts[1:])) + 1
+        # the search's own tp x pp x cp that do not divide the GPUs are no reason of the user's: another rule is
+        # said where layouts break one (a hunt: a micro-batch above the global batch was said as that rule)
+        code = int(np.argmax(counts[2:])) + 2 if counts[2:].any() else 1
         # sequence parallelism's rule, which the search's default (on) can break alone: its way out said where it
         # is one (a review): a dense model whose grid has no layout without it (a mixture of experts at tp > 1
         # needs it, rule 11)
