@@ -326,12 +326,14 @@ def test_a_fabric_with_no_feasible_layout_in_a_list_is_said_and_writes_nothing_f
         assert (said.index("--fabric dgx-h100-superpod:") < rail) == order.startswith("dgx-h100-superpod")
         assert sorted(p.name for p in tmp_path.iterdir()) == ["p-fabricdgx-h100-superpod.h5"]
     assert said[-1].startswith("no cube written for it")
-    r = invoke(*plans, "--fabric", "dgx-h100-rail-only,dgx-h100-rail-only-sharp")
+    # refused, as one plan is: nothing written, nor removed, --force or not (a review: its cubes were removed)
+    stale.write_bytes(b"an earlier run's")
+    r = invoke(*plans, "--fabric", "dgx-h100-rail-only,dgx-h100-rail-only-sharp", "--force")
     assert r.exit_code == 2 and r.output.strip().endswith(
         "error: --fabric dgx-h100-rail-only (rail-only: no spine): no feasible layout: made so here; no plan of "
         "the list has one"
     ), r.output
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["p-fabricdgx-h100-superpod.h5"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [stale.name, "p-fabricdgx-h100-superpod.h5"]
 
 
 def test_a_forced_plan_list_stopped_says_which_old_cubes_to_move_before_resuming(tmp_path, monkeypatch):

@@ -497,7 +497,7 @@ def test_plan_charges_the_network_what_an_ideal_one_would_save(tmp_path):
         ),
         (  # a hunt: said as the search's tp x pp x cp not dividing the GPUs, which most layouts broke first
             ["--model", "llama3-8b", "--gpus", "16", "--micro-batch", "64"],
-            "most often: global batch not divisible by micro-batch x dp",
+            "most often by the 540 whose tp x pp x cp divide the GPUs: global batch not divisible by micro-batch x dp",
         ),
     ],
 )

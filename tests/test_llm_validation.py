@@ -442,6 +442,11 @@ def test_calibrate_a_users_runs_and_predict_a_larger_layout(tmp_path):
     # groups whose names differ in case alone are each themselves (a review: G0 had fitted g0's runs)
     cased = [dataclasses.replace(r, group="G0") if r.group == "g1" else r for r in runs]
     assert V.training_groups("G0,g0", cased) == ["G0", "g0"] and V.training_groups("G0", cased) == ["G0"]
+    # ... and a name that is neither of two such is refused, never taken for one of them (a review)
+    alike = [dataclasses.replace(r, group="Ab" if r.group == "g0" else "aB") for r in runs]
+    assert V.training_groups("Ab", alike) == ["Ab"]
+    with pytest.raises(InputError, match="'AB': Ab and aB differ in case alone; give one as written"):
+        V.training_groups("AB", alike)
     table = V.calibrate_table(fitted, v)
     assert "mine-2048" in table and "predict" in table and "error of training dense runs (6)" in table
     # the options that price with them, as the report names them (a hunt: the table named none)

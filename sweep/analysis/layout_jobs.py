@@ -689,7 +689,7 @@ def write_plans(
         for *_, target in ones:
             if target not in kept:
                 check_new_file(target, force=force, suffixes=CUBE_SUFFIXES)
-    unplanned: list[tuple[str, str]] = []  # infeasible plans' (text, done), said once a plan is written
+    unplanned: list[tuple[str, Path]] = []  # infeasible plans' (text, cube), said once a plan is written
     refusal, planned = None, False
     for grid, ones in plans:
         # Where no group can cross the spine its oversubscription changes nothing: the first value's plan is
@@ -721,19 +721,19 @@ def write_plans(
                     f"{grid.leaf_hosts * np.min(grid.values['gpus_per_node']):g})"
                 )
             done = "kept" if kept.get(target) is not None else "wrote"
-            yield from unplanned
+            yield from _unplanned(unplanned, force)
             unplanned, planned = [], True
             yield "\n".join([f"{' '.join(heading)}:", plan_table(ds), *tier_lines(ds)]), f"{done} {written}"
-    if refusal is not None and not planned:  # nothing written: the command refused, as one plan's is
+    if refusal is not None and not planned:  # nothing written or removed: refused, as one plan is
         raise refusal
-    yield from unplanned
+    yield from _unplanned(unplanned, force)
 
 
 def _searched(
     grid: Any,
     heading: list[str],
     target: Path,
-    unplanned: list[tuple[str, str]],
+    unplanned: list[tuple[str, Path]],
     keep: int,
     force: bool,
     command: str,
@@ -742,25 +742,34 @@ def _searched(
 ) -> "tuple[Any, Path] | Infeasible":
     """One plan of :func:`write_plans`' list searched and written (:func:`write_plan`: the plan and its cube);
     where it has no feasible layout (:class:`Infeasible`, known only after its search), the refusal, with what
-    to say in the plan's place appended to ``unplanned``: it writes no cube, and the list goes on (a hunt: the
-    list had ended with exit 2 after writing its first plans, whose cubes then refused the command run
-    again). Nothing of the plan is left: its checkpoint (``--resume``'s), and under ``--force`` an earlier
-    run's cube of its name, which a later ``--resume`` would take for this plan's (a review)."""
-    from netsweep_jax.sweep.io.paths import partial_path
-
+    to say in the plan's place appended to ``unplanned`` (:func:`_unplanned` says it): it writes no cube, and
+    the list goes on (a hunt: the list had ended with exit 2 after writing its first plans, whose cubes then
+    refused the command run again)."""
     try:
         ds, written = write_plan(
             grid, target, keep=keep, force=force, command=command, say=say, resume=resume
         )
     except Infeasible as e:
+        unplanned.append((f"{' '.join(heading)}:\n  {e}", target))
+        return Infeasible(f"{' '.join(heading)}: {e}; no plan of the list has one")  # raised where none has
+    assert ds is not None
+    return ds, written
+
+
+def _unplanned(unplanned: list[tuple[str, Path]], force: bool) -> "Iterator[tuple[str, str]]":
+    """The plans of ``unplanned`` (:func:`_searched`'s: their text, their cube) said, once a plan of their list is
+    written (where none is, the command is refused: nothing of theirs removed, as one plan's refusal removes
+    nothing). Nothing of such a plan is left as it is said: its checkpoint (``--resume``'s), and under
+    ``--force`` an earlier run's cube of its name, which a later ``--resume`` would take for this plan's (a
+    review); an interrupt before that leaves both, and its hint names the cube."""
+    from netsweep_jax.sweep.io.paths import partial_path
+
+    for text, target in unplanned:
         partial_path(target).unlink(missing_ok=True)
         gone = f" (the earlier {target} removed, as --force allows)" if force and target.exists() else ""
         if gone:
             target.unlink()
-        unplanned.append((f"{' '.join(heading)}:\n  {e}", f"no cube written for it{gone}"))
-        return Infeasible(f"{' '.join(heading)}: {e}; no plan of the list has one")  # raised where none has
-    assert ds is not None
-    return ds, written
+        yield text, f"no cube written for it{gone}"
 
 
 def _resumed(

@@ -325,8 +325,13 @@ def _why_infeasible(grid: LayoutGrid, flat: int) -> str:
         off = 0 in grid.values["sequence_parallel"] or any(m.experts > 0 for m in grid.models)
         named = "" if code == sp else f"{int(counts[sp]):,} break {STATUS[sp]}: "
         lifted = "" if off or not counts[sp] else f" ({named}--sequence-parallel 0 lifts it)"
+        among = (
+            f" by the {total - int(counts[1]):,} whose tp x pp x cp divide the GPUs"
+            if code > 1 and counts[1]
+            else ""
+        )
         return (
-            f"none of its {total:,} layouts can exist; the rule broken most often: {STATUS[code]} "
+            f"none of its {total:,} layouts can exist; the rule broken most often{among}: {STATUS[code]} "
             f"({int(counts[code]):,} of them){lifted}"
         )
     return (

@@ -170,7 +170,14 @@ def parse_names(text: str | Sequence[object], param: str, known: Sequence[str]) 
         raise InputError(f"'': give at least one name ({', '.join(known)})", param=param)
     refuse_empty_item(items, text, param)  # 'ring,,tree' had run ring and tree, in silence (a hunt)
     spelled = {k.lower(): k for k in known}  # case-insensitive: H100 is h100, ResNet50 is resnet50
-    # a name as written where it is known (groups G0 and g0 both: a review), else in its known case
+    # a name as written where it is known (groups G0 and g0 both: a review), else in its known case, which two
+    # known names differing in case alone leave unsaid: refused
+    for n in names:
+        alike = [k for k in known if k.lower() == n.lower()]
+        if n not in known and len(alike) > 1:
+            raise InputError(
+                f"{n!r}: {' and '.join(alike)} differ in case alone; give one as written", param=param
+            )
     names = [n if n in known else spelled.get(n.lower(), n) for n in names]
     for n in names:
         if n not in known:
