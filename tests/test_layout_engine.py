@@ -401,3 +401,11 @@ def test_a_network_cost_inside_nvlink_domains_says_why_where_the_layout_is_the_i
                "--keep", "1", "--bw", "5", "--latency", "2000", "--schedule", "1f1b", "--recompute", "none",
                "--out", tmp_path / "f.h5")  # fmt: skip
     assert r.exit_code == 0 and "the network costs" in r.output and "why:" not in r.output, r.output
+
+
+def test_oversubscriptions_that_read_alike_in_six_digits_name_their_plans_apart():
+    # a review: --oversubscription 1,1.0000001 named both plans' cubes -oversubscription1, the second's writing
+    # over the first's under --force
+    from netsweep_jax.sweep.analysis.layout_jobs import _value_text
+
+    assert [_value_text(v) for v in (1.0, 2.5, 1.0000001, 4)] == ["1", "2.5", "1.0000001", "4"]

@@ -852,14 +852,20 @@ def _each_plan(label: str, grid: Any, fabrics: bool, base: Path) -> "Iterator[tu
     from netsweep_jax.sweep.engine.layout_grid import by_oversubscription
 
     for one in by_oversubscription(grid):
-        value = one.oversubscription[0]
+        value = _value_text(one.oversubscription[0])
         # a rail-only preset beside others: no spine, so no --oversubscription of the list (spine_of)
         heading = [f"--fabric {label}{' (rail-only: no spine)' if one.rail_only else ''}"] if fabrics else []
         suffix = [f"-fabric{label}"] if fabrics else []
         if len(grid.oversubscription) > 1:
-            heading.append(f"--oversubscription {value:g}")
-            suffix.append(f"-oversubscription{value:g}")
+            heading.append(f"--oversubscription {value}")
+            suffix.append(f"-oversubscription{value}")
         yield one, heading, base.with_name(f"{base.stem}{''.join(suffix)}{base.suffix}")
+
+
+def _value_text(value: float) -> str:
+    """``value`` as a heading and a file name say it: six significant digits, or every digit where two values
+    would read alike in six (a review: --oversubscription 1,1.0000001 named both plans' cubes alike)."""
+    return f"{value:g}" if float(f"{value:g}") == float(value) else repr(float(value))
 
 
 def _write_copy(ds: "xr.Dataset", target: Path, *, force: bool, command: str) -> Path:
