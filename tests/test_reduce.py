@@ -427,3 +427,15 @@ def test_a_cube_reduced_over_every_dim_is_one_row(tmp_path):
     assert (
         r.exit_code == 2 and "dims: none (a cube reduced over every dim: sweep select prints it)" in r.output
     )
+
+
+def test_a_reduced_result_too_large_to_keep_in_memory_is_refused_before_any_work(tmp_path):
+    # a hunt: its accumulators were allocated as it started, a 4.37 TiB allocation's traceback
+    out = tmp_path / "z.h5"
+    r = invoke("grid", "--model", "resnet50,vgg16", "--bw", "1..400@20000", "--ratio", "1..1000@3000log",
+               "--reduce", "max:model", "--out", out)  # fmt: skip
+    assert r.exit_code == 2 and r.output.strip().splitlines()[-1] == (
+        "error: 60,000,000 configurations (--bw 20,000 x --ratio 3,000) are too many to keep in memory (at most "
+        "50,000,000); give fewer values, reduce more dims (--reduce max:a,b), or write the cube without --reduce"
+    ), r.output
+    assert list(tmp_path.iterdir()) == []

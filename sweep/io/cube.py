@@ -49,7 +49,7 @@ import h5py
 import numpy as np
 import numpy.typing as npt
 
-from netsweep_jax.sweep.core.errors import InputError, reason
+from netsweep_jax.sweep.core.errors import InputError, WriteFailed, reason
 from netsweep_jax.sweep.core.families import family_of
 from netsweep_jax.sweep.engine.blocks import Block, Blocking
 from netsweep_jax.sweep.engine.grid import Grid
@@ -227,8 +227,31 @@ def create(
     """
     # "x": a new file or an error, never an existing file (another run's, a link's target) truncated.
     # Default superblock: no open-for-write flag, so a killed run reopens.
-    family = grid.family
     f = h5py.File(path, "x")
+    try:
+        return _laid_out(f, grid, blocking, attrs, sparse)
+    except (OSError, ValueError) as e:
+        # The file system refused the cube as it was made (its chunks are reserved at once: a file-size limit, a
+        # full disk; h5py says some as ValueError): the file this call made removed, one line (a hunt: a
+        # traceback, a crash, and a truncated partial that --resume refused)
+        try:
+            f.close()
+        except Exception:  # noqa: BLE001 - the file is removed whatever its state
+            pass
+        Path(path).unlink(missing_ok=True)
+        out = Path(path).with_suffix("") if Path(path).suffix == ".partial" else path
+        raise WriteFailed(
+            f"{out}: the file system refused the cube as it was made ({reason(e).split(' (')[0]}: a full disk or "
+            "a file-size limit?); nothing was written"
+        ) from None
+
+
+def _laid_out(
+    f: h5py.File, grid: "AnyGrid", blocking: Blocking, attrs: Mapping[str, Any], sparse: bool
+) -> h5py.File:
+    """The new cube file ``f`` laid out for ``grid`` (:func:`create`'s arguments): its attributes, coordinates,
+    data variables (every chunk reserved, NaN-filled unless ``sparse``), inputs and progress record."""
+    family = grid.family
     f.attrs["format"] = FORMAT
     f.attrs["family"] = family.name
     f.attrs["dtype"] = grid.dtype

@@ -17,7 +17,7 @@ import h5py
 from netsweep_jax.sweep.core import interrupts
 from netsweep_jax.sweep.core.errors import DiskFull, InputError
 from netsweep_jax.sweep.core.wording import counted
-from netsweep_jax.sweep.engine.blocks import Block, Blocking, share_of
+from netsweep_jax.sweep.engine.blocks import Block, Blocking, check_in_memory, share_of
 from netsweep_jax.sweep.engine.dispatch import AnyGrid, check_kernel, default_block_configs, run
 from netsweep_jax.sweep.io import cube, integrity
 from netsweep_jax.sweep.io.paths import (
@@ -266,6 +266,12 @@ def run_grid(
         blocking = Blocking(grid.sizes, block_configs, grid.family)
         mine = None if share is None else share_of(*share)
         if grid.reduction is not None:
+            # its result is kept in memory as it accumulates (a value, and a position per labelled dim, a cell):
+            # refused as any sweep kept in memory is, before any work (a hunt: a 4.37 TiB allocation's traceback)
+            check_in_memory(
+                {d: grid.sizes[d] for d in grid.reduction.kept},
+                "reduce more dims (--reduce max:a,b), or write the cube without --reduce",
+            )
             return _run_reduced(
                 grid,
                 blocking,
