@@ -439,3 +439,12 @@ def test_a_reduced_result_too_large_to_keep_in_memory_is_refused_before_any_work
         "50,000,000); give fewer values, reduce more dims (--reduce max:a,b), or write the cube without --reduce"
     ), r.output
     assert list(tmp_path.iterdir()) == []
+    # and in each process of --distributed, which had accumulated it (a review)
+    from netsweep_jax.sweep.io.distributed import run_distributed
+
+    grid = make_grid(
+        ["resnet50", "vgg16"], bandwidth="1..400@20000", ratio="1..1000@3000log", reduce="max:model"
+    )
+    with pytest.raises(InputError, match="60,000,000 configurations .* too many to keep in memory"):
+        run_distributed(grid, out, 0, 2, command="test", block_configs=None)
+    assert list(tmp_path.iterdir()) == []

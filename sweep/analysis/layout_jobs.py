@@ -716,7 +716,7 @@ def write_plans(
                 ds = first[0].assign_attrs(one.cube_attrs())
                 written = _write_copy(ds, target, force=force, command=command)
                 say(
-                    f"{' '.join(heading)}: the plan of --oversubscription {first[1]:g}, not searched again: no "
+                    f"{' '.join(heading)}: the plan of --oversubscription {_value_text(first[1])}, not searched again: no "
                     f"group of {np.max(grid.values['gpus']):g} GPUs crosses the spine (a leaf holds "
                     f"{grid.leaf_hosts * np.min(grid.values['gpus_per_node']):g})"
                 )

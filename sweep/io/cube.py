@@ -228,17 +228,25 @@ def create(
     # "x": a new file or an error, never an existing file (another run's, a link's target) truncated.
     # Default superblock: no open-for-write flag, so a killed run reopens.
     f = h5py.File(path, "x")
+    made = os.fstat(f.id.get_vfd_handle()).st_ino
     try:
         return _laid_out(f, grid, blocking, attrs, sparse)
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, RuntimeError) as e:
+        if isinstance(e, InputError):
+            raise
         # The file system refused the cube as it was made (its chunks are reserved at once: a file-size limit, a
-        # full disk; h5py says some as ValueError): the file this call made removed, one line (a hunt: a
-        # traceback, a crash, and a truncated partial that --resume refused)
+        # full disk; h5py says some as ValueError, a failed flush as RuntimeError): the file this call made
+        # removed, if it is still that one (a review), one line (a hunt: a traceback, a crash, and a truncated
+        # partial that --resume refused)
         try:
             f.close()
         except Exception:  # noqa: BLE001 - the file is removed whatever its state
             pass
-        Path(path).unlink(missing_ok=True)
+        try:
+            if os.stat(path, follow_symlinks=False).st_ino == made:
+                Path(path).unlink()
+        except OSError:
+            pass
         out = Path(path).with_suffix("") if Path(path).suffix == ".partial" else path
         raise WriteFailed(
             f"{out}: the file system refused the cube as it was made ({reason(e).split(' (')[0]}: a full disk or "

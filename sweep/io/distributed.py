@@ -46,6 +46,7 @@ from netsweep_jax.sweep.io.job import (
     Summary,
     _remove_own,
     check_output,
+    check_reduced_in_memory,
     create_partial,
     partial_path,
     run_grid,
@@ -274,6 +275,7 @@ def run_distributed(
     """
     out = Path(out)
     if grid.reduction is not None:
+        check_reduced_in_memory(grid)
         return _reduced_share(
             grid, out, pid, count, command=command, force=force, resume=resume, block_configs=block_configs,
             stitch_timeout=stitch_timeout, default_out_dir=default_out_dir, kernel=kernel, announce=announce,

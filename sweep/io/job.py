@@ -167,6 +167,17 @@ def _stamped(out: Path) -> str:
     )
 
 
+def check_reduced_in_memory(grid: AnyGrid) -> None:
+    """Refuse, before any work, a ``--reduce`` sweep whose result is too large to keep in memory, as any sweep
+    kept in memory is (:func:`~sweep.engine.blocks.check_in_memory`): it is kept as it accumulates (a hunt: a
+    4.37 TiB allocation's traceback), on one machine or in each process of ``--distributed`` (a review)."""
+    assert grid.reduction is not None
+    check_in_memory(
+        {d: grid.sizes[d] for d in grid.reduction.kept},
+        "reduce more dims (--reduce max:a,b), or write the cube without --reduce",
+    )
+
+
 def _remove_own(partial: Path, inode: int | None) -> None:
     """Delete ``partial`` if it is still the file this run created (inode ``inode``), and nobody else's."""
     try:
@@ -266,12 +277,7 @@ def run_grid(
         blocking = Blocking(grid.sizes, block_configs, grid.family)
         mine = None if share is None else share_of(*share)
         if grid.reduction is not None:
-            # its result is kept in memory as it accumulates (a value, and a position per labelled dim, a cell):
-            # refused as any sweep kept in memory is, before any work (a hunt: a 4.37 TiB allocation's traceback)
-            check_in_memory(
-                {d: grid.sizes[d] for d in grid.reduction.kept},
-                "reduce more dims (--reduce max:a,b), or write the cube without --reduce",
-            )
+            check_reduced_in_memory(grid)
             return _run_reduced(
                 grid,
                 blocking,
