@@ -400,3 +400,23 @@ def test_bad_bus_bandwidths_are_one_line(tmp_path, args, message):
     r = invoke(*args, "--out", tmp_path / "o.h5")
     assert message in one_line_error(r)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_size_checks_count_the_chunks_hdf5_reserves_whole(tmp_path):
+    # A hunt: 2,913 bandwidths in chunks of 2,912 reserve two chunks' room, 33.7 MB on disk where 18.7 MB had
+    # been estimated, so the disk and ulimit -f checks passed a cube the file system then refused.
+    from netsweep_jax.sweep.engine.blocks import Blocking
+    from netsweep_jax.sweep.engine.grid import make_grid
+    from netsweep_jax.sweep.io import cube
+
+    out = tmp_path / "o.h5"
+    r = invoke(
+        "grid", "--bw", "1..400@300", "--ratio", "1..1000@7log", "--block-configs", "256", "--out", out
+    )
+    assert r.exit_code == 0, r.output
+    grid = make_grid("resnet50", bandwidth="1..400@300", ratio="1..1000@7log")
+    blocking = Blocking(grid.sizes, 256, grid.family)  # chunks of 36 bandwidths: 9 of them hold 324
+    with h5py.File(out) as f:  # the bytes HDF5 holds for the data variables
+        data = sum(f[name].id.get_storage_size() for name in grid.variables)
+    assert cube.estimated_bytes(grid) < data == cube.estimated_bytes(grid, blocking)
+    assert cube.estimated_bytes(grid, blocking) == cube.estimated_bytes(grid) * 324 // 300

@@ -40,6 +40,7 @@ on every write, which would make that guarantee depend on HDF5's cache order.
 
 import io
 import json
+import math
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -207,10 +208,15 @@ def storage_chunks(blocking: Blocking) -> tuple[int, ...] | None:
     return blocking.chunk_shape if len(blocking.shape) in CHUNKED_RANKS else None
 
 
-def estimated_bytes(grid: "AnyGrid") -> int:
-    """Bytes the cube's data variables take on disk (uncompressed; an integer code as int32)."""
+def estimated_bytes(grid: "AnyGrid", blocking: Blocking | None = None) -> int:
+    """Bytes the cube's data variables take on disk (uncompressed; an integer code as int32). A cube cut by
+    ``blocking`` into chunks (:func:`storage_chunks`) takes whole chunks, reserved as it is made: each dim's
+    extent rounded up to its chunk's (a hunt: 33.7 MB on disk where 18.7 had been estimated, and the disk and
+    ``ulimit -f`` checks passed a cube the file system then refused)."""
     family = grid.family
-    return grid.size * sum(
+    chunks = None if blocking is None else storage_chunks(blocking)
+    cells = grid.size if chunks is None else math.prod(-(-n // c) * c for n, c in zip(grid.shape, chunks))
+    return cells * sum(
         np.dtype(family.stored_dtype(name, grid.store_dtype)).itemsize for name in grid.variables
     )
 

@@ -210,9 +210,10 @@ DISK_METADATA_BYTES = 16 * 2**20
 FILE_METADATA_BYTES = 2**20  # a cube's metadata and profiles: the paper's five models' take 0.2 MB
 
 
-def check_disk(out: str | Path, grid: AnyGrid, share: float = 1.0) -> None:
-    """Refuse a cube that would not fit on the disk, with a margin for metadata."""
-    data = cube.estimated_bytes(grid) * share * DISK_MARGIN
+def check_disk(out: str | Path, grid: AnyGrid, share: float = 1.0, blocking: Blocking | None = None) -> None:
+    """Refuse a cube that would not fit on the disk, with a margin for metadata (its chunks whole where
+    ``blocking`` cuts it: :func:`~sweep.io.cube.estimated_bytes`)."""
+    data = cube.estimated_bytes(grid, blocking) * share * DISK_MARGIN
     need = data + DISK_METADATA_BYTES
     limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]  # the shell's `ulimit -f`, in bytes
     # HDF5 cannot end a file it may not grow (it crashed); the file's own size counts here, not the disk's
@@ -293,7 +294,7 @@ def run_grid(
                 announce=announce,
             )
         if not resume:
-            check_disk(out, grid, 1.0 if share is None else 1.0 / share[1])
+            check_disk(out, grid, 1.0 if share is None else 1.0 / share[1], blocking)
         announce()
         with interrupts.deferred():
             f = _open_partial(
