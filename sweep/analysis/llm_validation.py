@@ -238,8 +238,9 @@ def training_groups(train: str, runs: Sequence[Run]) -> list[str]:
     group's name in any case, each once, no empty item: a hunt found ``sc21-t1,`` and a group named twice taken
     in silence, ``SC21-T1`` refused)."""
     groups = sorted({r.group for r in runs})
+    folded = {g.lower() for g in groups}
     for g in (item.strip() for item in train.split(",")):
-        if g and g.lower() not in {known.lower() for known in groups}:
+        if g and g.lower() not in folded:
             raise InputError(f"{g!r}: no runs in that group; groups: {', '.join(groups)}", param="train")
     chosen = parse_names(train, "train", groups)
     for g in chosen:

@@ -234,7 +234,7 @@ def create(
     # "x": a new file or an error, never an existing file (another run's, a link's target) truncated.
     # Default superblock: no open-for-write flag, so a killed run reopens.
     f = h5py.File(path, "x")
-    made = os.fstat(f.id.get_vfd_handle()).st_ino
+    made = file_inode(f)
     try:
         return _laid_out(f, grid, blocking, attrs, sparse)
     except (OSError, ValueError, RuntimeError) as e:
@@ -248,16 +248,26 @@ def create(
             f.close()
         except Exception:  # noqa: BLE001 - the file is removed whatever its state
             pass
-        try:
-            if os.stat(path, follow_symlinks=False).st_ino == made:
-                Path(path).unlink()
-        except OSError:
-            pass
+        remove_own(Path(path), made)
         out = Path(path).with_suffix("") if Path(path).suffix == ".partial" else path
         raise WriteFailed(
             f"{out}: the file system refused the cube as it was made ({reason(e).split(' (')[0]}: a full disk or "
             "a file-size limit?); nothing was written"
         ) from None
+
+
+def file_inode(f: h5py.File) -> int:
+    """The inode of the open file ``f``: what tells it from a file another run put at its path since."""
+    return os.fstat(f.id.get_vfd_handle()).st_ino
+
+
+def remove_own(path: Path, inode: int | None) -> None:
+    """Delete ``path`` if it is still the file this run made (inode ``inode``), and nobody else's."""
+    try:
+        if inode is not None and os.stat(path, follow_symlinks=False).st_ino == inode:
+            path.unlink()
+    except OSError:
+        pass
 
 
 def _laid_out(
@@ -458,7 +468,7 @@ def finish(f: h5py.File, partial: str | Path, final: str | Path, overwrite: bool
     """Close the complete cube and move it into place atomically, if it is still this run's file. Without
     ``overwrite``, a file that appeared at ``final`` while the cube was computed (another run's, the user's) is
     kept, and the cube stays in ``partial`` for ``--resume``."""
-    mine = os.fstat(f.id.get_vfd_handle()).st_ino
+    mine = file_inode(f)
     f.close()
     try:
         now = os.stat(partial, follow_symlinks=False).st_ino

@@ -44,7 +44,6 @@ from netsweep_jax.sweep.io.accumulated import write_result
 from netsweep_jax.sweep.io.job import (
     Progress,
     Summary,
-    _remove_own,
     check_output,
     check_reduced_in_memory,
     create_partial,
@@ -465,7 +464,7 @@ def stitch(
                     param="block_configs",
                 )
         f = create_partial(partial, grid, blocking, attrs, sparse=False)
-        inode = os.fstat(f.id.get_vfd_handle()).st_ino
+        inode = cube.file_inode(f)
         try:
             for block in blocking.blocks():
                 src = opened[owner(block, count)]
@@ -473,7 +472,7 @@ def stitch(
                 cube.write_block(f, block, {name: src[name][region] for name in grid.variables})
         except BaseException:
             f.close()
-            _remove_own(partial, inode)  # a stitch is made again from the shards, which stay
+            cube.remove_own(partial, inode)  # a stitch is made again from the shards, which stay
             raise
     finally:
         for src in opened:

@@ -178,15 +178,6 @@ def check_reduced_in_memory(grid: AnyGrid) -> None:
     )
 
 
-def _remove_own(partial: Path, inode: int | None) -> None:
-    """Delete ``partial`` if it is still the file this run created (inode ``inode``), and nobody else's."""
-    try:
-        if inode is not None and os.stat(partial, follow_symlinks=False).st_ino == inode:
-            partial.unlink()
-    except OSError:
-        pass
-
-
 def create_partial(
     partial: Path, grid: AnyGrid, blocking: Blocking, attrs: dict[str, Any], sparse: bool
 ) -> h5py.File:
@@ -336,13 +327,13 @@ def _fill_keeping_partial(f: h5py.File, partial: Path, resume: bool, fill: Calla
     """``fill()`` the open partial cube ``f`` (:func:`_fill`); when it fails, the partial file is kept for
     --resume (a full disk said as such), except a new one refused late by the input's rules, which is removed
     (only if it is still this run's file)."""
-    inode = os.fstat(f.id.get_vfd_handle()).st_ino
+    inode = cube.file_inode(f)
     try:
         return fill()
     except InputError:
         f.close()
         if not resume:  # refused late: nothing of this run's is kept, nothing else is touched
-            _remove_own(partial, inode)
+            cube.remove_own(partial, inode)
         raise
     except OSError as e:
         f.close()
