@@ -405,7 +405,10 @@ def test_a_network_cost_inside_nvlink_domains_says_why_where_the_layout_is_the_i
 
 def test_oversubscriptions_that_read_alike_in_six_digits_name_their_plans_apart():
     # a review: --oversubscription 1,1.0000001 named both plans' cubes -oversubscription1, the second's writing
-    # over the first's under --force
-    from netsweep_jax.sweep.analysis.layout_jobs import _value_text
+    # over the first's under --force; the assumed: line said them alike too ("1:1, 1:1")
+    from netsweep_jax.sweep.core.wording import exact_text
+    from netsweep_jax.sweep.model.fabrics import FABRICS
 
-    assert [_value_text(v) for v in (1.0, 2.5, 1.0000001, 4)] == ["1", "2.5", "1.0000001", "4"]
+    assert [exact_text(v) for v in (1.0, 2.5, 1.0000001, 4)] == ["1", "2.5", "1.0000001", "4"]
+    said = FABRICS["dgx-h100-superpod"].describe([1.0, 1.0000001])
+    assert "spine 1:1, 1.0000001:1 (--oversubscription, a plan each" in said, said

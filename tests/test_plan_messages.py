@@ -4,6 +4,7 @@ import re
 
 from helpers import invoke
 from netsweep_jax.sweep.cli import progress
+from netsweep_jax.sweep.core.wording import rounded
 
 # Llama 3 70B, 12 layouts: on 8 GPUs none fits; on 64 over 100 Gbit/s NICs the best layout recomputes
 # everything to fit TP 1, so the network costs a third of the step while the NICs carry a sixth of it.
@@ -172,3 +173,36 @@ def test_a_plan_refused_by_sequence_parallelism_says_what_lifts_it(tmp_path):
     assert not (tmp_path / "p.h5").exists()
     r = invoke(*r_args(tmp_path), "--sequence-parallel", "0,1")  # and it does
     assert r.exit_code == 0, r.output
+
+
+def test_a_tiny_models_small_values_are_said_as_less_than_the_least_shown_not_as_none(tmp_path):
+    # A two-layer model on an ideal-speed network: its MFU (about 0.001), memory (a few MB) and the optimizer's
+    # share of the step round to nothing at the table's places; they read 0.00, 0.0 and 0%, as if none.
+    r = invoke(
+        "plan", "--arch", "layers=2,hidden=64,heads=2,seq=128,vocab=1000", "--gpus", "8", "--global-batch", "8",
+        "--keep", "1", "--bw", "1000000", "--tp", "1", "--pp", "1", "--cp", "1", "--micro-batch", "1",
+        "--zero", "3", "--out", tmp_path / "p.h5",
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    row = next(line for line in r.output.splitlines() if line.startswith("  1 tp1xpp1xdp8"))
+    assert re.search(r" <0\.01 +1 +<0\.1 +\d+\.\d +0%  compute 100%, optimizer <1%$", row), row
+    assert rounded(0.0009, 2) == "<0.01" and rounded(0.004, percent=True) == "<1%"
+    assert rounded(0.006, 2) == "0.01" and rounded(0.0, 2) == "0.00" and rounded(1234.4) == "1,234"
+
+
+def test_a_sequence_that_splits_over_no_tp_says_sequence_parallelism_rules_tp_out():
+    # A hunt: at seq 2047 a plan searched tp 1,2,4,8 and ranked TP 1 alone, never saying why.
+    from netsweep_jax.sweep.engine.layouts import make_layout_grid
+
+    def said(seq: int, **kw) -> list[str]:
+        arch = f"layers=8,hidden=1024,heads=8,seq={seq},vocab=32000"
+        grid = make_layout_grid(None, arch=arch, gpus="16", global_batch="16", **kw)
+        return [p for p in grid.assumed if "sequence parallelism" in p]
+
+    searched = {"tp": "1,2,4,8", "cp": "1,2,4"}
+    assert said(2047, search=searched) == [
+        "tp 2,4,8 ruled out: sequence parallelism splits each cp rank's tokens over tp, and seq 2047 divides by "
+        "no tp x cp here; --sequence-parallel 0 lifts it"
+    ]
+    assert said(2046, tp="1,4", cp="1") != [] and said(2046, tp="1,2,4", cp="1") == []  # 2046 = 2 x 1023
+    assert said(2047, search=searched, sequence_parallel="0") == [] and said(2048, search=searched) == []

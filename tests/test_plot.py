@@ -266,3 +266,52 @@ def test_a_whole_number_axis_has_whole_number_ticks():
         ax.figure.canvas.draw()
         ticks = [t for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
         assert ticks and all(float(t).is_integer() for t in ticks), ticks
+
+
+def test_figures_a_hunt_found_hard_to_read_name_and_scale_what_they_draw():
+    import numpy as np
+    import xarray as xr
+
+    from netsweep_jax.sweep.analysis.plot import heatmap, line_plot
+    from netsweep_jax.sweep.analysis.validate import square_limits
+
+    rng = np.random.default_rng(0)
+    names = [f"compressor{i}" for i in range(14)]
+    ds = xr.Dataset(
+        {
+            "scaling_factor": (("compressor", "bandwidth"), rng.random((14, 3))),
+            "iteration_time": (("compressor", "bandwidth"), np.geomspace(0.1, 9, 42).reshape(14, 3)),
+        },
+        coords={"compressor": names, "bandwidth": [1.0, 10.0, 100.0]},
+    )
+    ds["iteration_time"].attrs["units"] = "s"
+    # 14 lines, each its own color (with ten, compressors 0 and 10 were both blue); their legend beside the axes
+    ax = line_plot(ds, "bandwidth", hue="compressor")
+    assert len({line.get_color() for line in ax.get_lines()}) == 14
+    assert ax.get_legend().get_bbox_to_anchor().x0 > ax.get_position().x1 * ax.figure.bbox.width * 0.9
+    # a scaling factor stays linear; a step spanning 90x is drawn on a log scale (all but one read 0)
+    assert (
+        ax.get_yscale() == "linear"
+        and line_plot(ds, "bandwidth", "iteration_time", "compressor").get_yscale() == "log"
+    )
+    # three bandwidths ticked at each (1, 10, 100 Gbit/s; one bandwidth had read 9.45 ... 10.5)
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "10", "100"]
+    one = line_plot(ds.isel(bandwidth=[1], compressor=[0]).squeeze("compressor"), "bandwidth")
+    assert [t.get_text() for t in one.get_xticklabels()] == ["10"]
+    # names on x: points, no line joining two models
+    across = line_plot(ds, "compressor", hue="bandwidth")
+    assert {line.get_linestyle() for line in across.get_lines()} == {"None"}
+    # a heatmap names every name (every second had been left unnamed) and hatches what has no value
+    holed = ds.copy(deep=True)
+    holed["scaling_factor"][0, 0] = np.nan
+    ax = heatmap(holed, "bandwidth", "compressor")
+    assert [t.get_text() for t in ax.get_yticklabels()] == names
+    assert [t.get_text() for t in ax.get_legend().get_texts()][0].startswith("no value")
+    assert heatmap(ds, "bandwidth", "compressor").get_legend() is None
+    assert (
+        type(heatmap(ds, "bandwidth", "compressor", var="iteration_time").collections[0].norm).__name__
+        == "LogNorm"
+    )
+    # a validation figure's axes hold every point (a user's scaling factors of 0.15-0.3 were off the axes)
+    assert square_limits([0.15, 0.92], [np.array([0.2, np.nan])]) == (0.13, 1.02)
+    assert square_limits([0.5, 0.9], [np.array([0.6, 1.1])]) == (0.4, 1.12)

@@ -23,7 +23,7 @@ from netsweep_jax.sweep.core.layout_axes import (
 )
 from netsweep_jax.sweep.core.schema import assumed_line, option_of
 from netsweep_jax.sweep.core.sweep_settings import SETTING_OPTIONS
-from netsweep_jax.sweep.core.wording import counted
+from netsweep_jax.sweep.core.wording import counted, exact_text
 
 if TYPE_CHECKING:
     import h5py
@@ -716,7 +716,7 @@ def write_plans(
                 ds = first[0].assign_attrs(one.cube_attrs())
                 written = _write_copy(ds, target, force=force, command=command)
                 say(
-                    f"{' '.join(heading)}: the plan of --oversubscription {_value_text(first[1])}, not searched again: no "
+                    f"{' '.join(heading)}: the plan of --oversubscription {exact_text(first[1])}, not searched again: no "
                     f"group of {np.max(grid.values['gpus']):g} GPUs crosses the spine (a leaf holds "
                     f"{grid.leaf_hosts * np.min(grid.values['gpus_per_node']):g})"
                 )
@@ -852,7 +852,7 @@ def _each_plan(label: str, grid: Any, fabrics: bool, base: Path) -> "Iterator[tu
     from netsweep_jax.sweep.engine.layout_grid import by_oversubscription
 
     for one in by_oversubscription(grid):
-        value = _value_text(one.oversubscription[0])
+        value = exact_text(one.oversubscription[0])
         # a rail-only preset beside others: no spine, so no --oversubscription of the list (spine_of)
         heading = [f"--fabric {label}{' (rail-only: no spine)' if one.rail_only else ''}"] if fabrics else []
         suffix = [f"-fabric{label}"] if fabrics else []
@@ -860,12 +860,6 @@ def _each_plan(label: str, grid: Any, fabrics: bool, base: Path) -> "Iterator[tu
             heading.append(f"--oversubscription {value}")
             suffix.append(f"-oversubscription{value}")
         yield one, heading, base.with_name(f"{base.stem}{''.join(suffix)}{base.suffix}")
-
-
-def _value_text(value: float) -> str:
-    """``value`` as a heading and a file name say it: six significant digits, or every digit where two values
-    would read alike in six (a review: --oversubscription 1,1.0000001 named both plans' cubes alike)."""
-    return f"{value:g}" if float(f"{value:g}") == float(value) else repr(float(value))
 
 
 def _write_copy(ds: "xr.Dataset", target: Path, *, force: bool, command: str) -> Path:

@@ -51,7 +51,7 @@ from netsweep_jax.sweep.core.layout_axes import (
 )
 from netsweep_jax.sweep.core.sweep_settings import OVERLAP_SWITCHES
 from netsweep_jax.sweep.core.values import json_ready
-from netsweep_jax.sweep.core.wording import counted
+from netsweep_jax.sweep.core.wording import counted, rounded
 from netsweep_jax.sweep.engine.layouts import LayoutGrid, best_layouts, evaluate_layouts_arrays
 from netsweep_jax.sweep.model.compute import GPUS, PRECISIONS, system_settings
 from netsweep_jax.sweep.model.llms import LLM
@@ -529,9 +529,10 @@ def plan_table(ds: xr.Dataset) -> str:
             found, best_row = rank, best_row or row
             waits = waits_on(row, row["iteration_time"])
             lines.append(
-                f"  {rank:>{digits}} {_layout_text(row):<{wide}} {row['tokens_per_s']:>10,.0f} "
-                f"{_seconds(row['iteration_time']):>7} {row['mfu']:>5.2f} {row['tflops_per_gpu']:>6.0f} "
-                f"{row['memory_gb']:>6.1f} {row['memory_free_gb']:>5.1f} {row['network_fraction']:>7.0%}  "
+                f"  {rank:>{digits}} {_layout_text(row):<{wide}} {rounded(row['tokens_per_s']):>10} "
+                f"{_seconds(row['iteration_time']):>7} {rounded(row['mfu'], 2):>5} "
+                f"{rounded(row['tflops_per_gpu']):>6} {rounded(row['memory_gb'], 1):>6} "
+                f"{rounded(row['memory_free_gb'], 1):>5} {rounded(row['network_fraction'], percent=True):>7}  "
                 f"{waits}"
             )
         if found < ds.sizes["rank"]:
@@ -540,7 +541,7 @@ def plan_table(ds: xr.Dataset) -> str:
             row = best_row
             paced = "paced by the NICs" if row["ep_on_nics"] > 0 else "on NVLink"
             lines.append(
-                f"  the expert all-to-all takes {row['ep_exposed'] / row['iteration_time']:.0%} of the best "
+                f"  the expert all-to-all takes {rounded(row['ep_exposed'] / row['iteration_time'], percent=True)} of the best "
                 f"step, {paced}"
             )
         if best_row is not None:
@@ -549,7 +550,7 @@ def plan_table(ds: xr.Dataset) -> str:
         if np.isfinite(cost) and best_row is not None:
             flag = " <- network-bound" if cost >= BOTTLENECK_SHARE else ""
             lines.append(
-                f"  the network costs {cost:.0%} of the best step (on an ideal network: "
+                f"  the network costs {rounded(cost, percent=True)} of the best step (on an ideal network: "
                 f"{_seconds(sub['ideal_iteration_time'].item())} s){flag}"
             )
             ideal = str(sub["ideal_layout"].item()) if "ideal_layout" in sub else ""

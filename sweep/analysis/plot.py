@@ -158,23 +158,31 @@ def line_plot(
     scale = hue is not None and len(hues) > LEGEND_MOST and hues.dtype.kind in "iuf"
     colors = _hue_scale(ax, ds[hue], hues) if hue is not None and scale else None
     shown = _distinct(hues) if hue else [None]
+    named = da[x].dtype.kind not in "iuf"  # models or compressors on x: points, no line joining two of them
     for i, h in enumerate(hues):
         line = da.sel({hue: h}) if hue else da
         name = (hue_label(h) if hue_label else f"{hue}={shown[i]}{_unit(ds[hue])}") if hue else None
         if name is not None and not np.isfinite(line.values).any():
             name = f"{name} (no value)"
-        style = {"color": colors[i]} if colors is not None else {"label": name}
-        ax.plot(line[x].values, line.values, marker="o", ms=3, **style)
+        style = {"color": colors[i]} if colors is not None else {"label": name, **_style(i, len(hues))}
+        ax.plot(
+            line[x].values,
+            line.values,
+            **{"marker": "o", "ms": 5 if named else 3, **style},
+            ls="none" if named else "-",
+        )
     ax.set_xlabel(label(ds[x]))
     ax.set_ylabel(label(ds[var]))
     if x in NUMERIC_AXES and ds[x].size > 2 and np.all(ds[x].values > 0):
         v = ds[x].values
         if v.max() / v.min() >= 50:
             ax.set_xscale("log")
-    # node counts read 1.2, 1.4, ...; a layout cube's tp, stored as a float, 2.25, 2.5 (hunts)
-    if _whole(ds[x]) and ax.get_xscale() == "linear":
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    if hue and not scale and len(hues) > LEGEND_MOST:  # many names: in columns beside the axes, not over them
+    if _spans_decades(da.values, ds[var]):  # a step of 0.19-8.9 s drew all but the slowest flat at 0 (a hunt)
+        ax.set_yscale("log")
+    _ticks_at_values(ax, da[x].values, named)
+    if (
+        hue and not scale and len(hues) > LEGEND_INSIDE
+    ):  # many names: in columns beside the axes, not over them
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1), ncol=-(-len(hues) // 30))
     elif hue and not scale:
         ax.legend(fontsize=8)
@@ -184,7 +192,50 @@ def line_plot(
     return ax
 
 
-LEGEND_MOST = 12  # lines a legend names; past it, numbers get a color scale and names go beside the axes
+LEGEND_MOST = 12  # lines a legend names; past it, numbers get a color scale
+LEGEND_INSIDE = (
+    6  # lines a legend inside the axes names; past it, beside them (12 covered half the lines, a hunt)
+)
+FEW_TICKS = 10  # values an axis labels each of, where they are no more
+
+
+def _style(i: int, lines: int) -> dict[str, Any]:
+    """Line ``i``'s color and marker among ``lines``: matplotlib's ten colors, else twenty paler pairs, and past
+    twenty a marker of its own too (a hunt: with 14 compressors ``none`` and ``powersgd:1`` were both blue)."""
+    if lines <= 10:
+        return {}
+    from matplotlib import colormaps
+
+    return {"color": colormaps["tab20"](i % 20), "marker": "osD^v<>ph*"[(i // 20) % 10]}
+
+
+def _spans_decades(values: np.ndarray, coordinate: xr.DataArray) -> bool:
+    """Whether ``values`` (NaN ignored) are drawn on a log scale: all above 0, spanning 50 times and more, and no
+    fraction (a scaling factor or an MFU, dimensionless and at most 1, reads on its own linear scale)."""
+    v = np.asarray(values, np.float64)
+    v = v[np.isfinite(v)]
+    if v.size < 2 or v.min() <= 0 or v.max() / v.min() < 50:
+        return False
+    return str(coordinate.attrs.get("units", "")) not in ("", "1") or v.max() > 1
+
+
+def _ticks_at_values(ax: Axes, values: np.ndarray, named: bool) -> None:
+    """An x axis of at most :data:`FEW_TICKS` values labelled at each one (one bandwidth read 9.45 ... 10.5,
+    GPU counts 16, 64, 256 were ticked 50, 100, ..., node counts on a log axis 10 and 100 alone: hunts), names
+    slanted where several; more numbers, whole ones ticked at whole numbers (node counts read 1.2, 1.4, ...)."""
+    if named:
+        if len(values) > 3:
+            ax.tick_params(axis="x", labelrotation=30)
+            for text in ax.get_xticklabels():
+                text.set_horizontalalignment("right")
+        return
+    if len(values) <= FEW_TICKS:
+        from matplotlib.ticker import NullLocator
+
+        ax.set_xticks(values, _distinct(values))
+        ax.xaxis.set_minor_locator(NullLocator())
+    elif all_whole(values) and ax.get_xscale() == "linear":
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
 
 
 def _hue_scale(ax: Axes, coordinate: xr.DataArray, hues: np.ndarray) -> list[Any]:
@@ -214,10 +265,15 @@ def heatmap(
     if ax is None:
         fig = Figure(figsize=(6, 4.5))
         ax = fig.gca()
-    mesh = ax.pcolormesh(np.arange(da.sizes[x] + 1), np.arange(da.sizes[y] + 1), da.values, shading="flat")
+    norm = _color_norm(da.values, ds[var])
+    mesh = ax.pcolormesh(
+        np.arange(da.sizes[x] + 1), np.arange(da.sizes[y] + 1), da.values, shading="flat", norm=norm
+    )
     for setter, ticks in ((ax.set_xticks, da[x].values), (ax.set_yticks, da[y].values)):
-        # At most 8 labels of 3 significant digits: 19 of 7 digits ran into each other (a hunt).
-        idx = np.arange(0, len(ticks), -(-len(ticks) // 8))
+        # Numbers: at most 8 labels of 3 significant digits (19 of 7 digits ran into each other, a hunt). Names:
+        # each one (every second model or compressor was unnamed, the worst among them, a hunt).
+        named = ticks.dtype.kind not in "iuf"
+        idx = np.arange(len(ticks)) if named else np.arange(0, len(ticks), -(-len(ticks) // 8))
         setter(
             idx + 0.5,
             [
@@ -225,6 +281,12 @@ def heatmap(
                 for t in ticks[idx]
             ],
         )
+    if da[x].dtype.kind not in "iuf" and da.sizes[x] > 3:
+        ax.tick_params(axis="x", labelrotation=30)
+        for text in ax.get_xticklabels():
+            text.set_horizontalalignment("right")
+    if np.isnan(np.asarray(da.values, np.float64)).any():
+        _hatch_missing(ax)
     ax.set_xlabel(label(ds[x]))
     ax.set_ylabel(label(ds[y]))
     (fig or ax.figure).colorbar(mesh, ax=ax, label=label(ds[var]))
@@ -233,10 +295,30 @@ def heatmap(
     return ax
 
 
-def _whole(coordinate: xr.DataArray) -> bool:
-    """Whether a numeric coordinate holds whole numbers only (node counts, a layout's TP): ticks between them
-    mean nothing."""
-    return coordinate.values.dtype.kind != "b" and all_whole(coordinate.values)
+def _color_norm(values: np.ndarray, coordinate: xr.DataArray) -> Any:
+    """A heatmap's color scale: log where its values span decades (:func:`_spans_decades`: exposed communication
+    of 1e-4 to 8.7 s drew every cell but one alike, a hunt), else linear (None: matplotlib's)."""
+    if not _spans_decades(values, coordinate):
+        return None
+    from matplotlib.colors import LogNorm
+
+    return LogNorm(float(np.nanmin(values)), float(np.nanmax(values)))
+
+
+def _hatch_missing(ax: Axes) -> None:
+    """Cells with no value (a layout that cannot run, an answer not reached, a block not computed) drawn hatched
+    grey and named below the axes: left white, they read as a value (a hunt: "needs nothing")."""
+    from matplotlib.patches import Patch
+
+    hatched: dict[str, Any] = {"facecolor": "0.9", "edgecolor": "0.6", "hatch": "//"}
+    ax.patch.set(**hatched)
+    ax.legend(
+        handles=[Patch(**hatched, label="no value (cannot run, not reached, or not computed)")],
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.16),
+        fontsize=8,
+        frameon=False,
+    )
 
 
 def _unit(coordinate: xr.DataArray) -> str:

@@ -18,6 +18,7 @@ from typing_extensions import TypedDict
 
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES, OVERSUBSCRIPTION, AxisSpec, TextOption, unnamed
 from netsweep_jax.sweep.core.sweep_settings import SETTING_AXES, SETTING_OPTIONS, plus_list
+from netsweep_jax.sweep.core.wording import rounded
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -460,7 +461,7 @@ BREAKDOWN = tuple(WAITS_ON)
 def waits_on(terms: dict[str, float], total: float, count: int = 2) -> str:
     """The ``count`` largest breakdown terms as shares of ``total``: ``compute 66%, DP sync 21%``."""
     ranked = sorted(BREAKDOWN, key=lambda k: -terms[k])[:count]
-    return ", ".join(f"{WAITS_ON[k]} {terms[k] / total:.0%}" for k in ranked)
+    return ", ".join(f"{WAITS_ON[k]} {rounded(terms[k] / total, percent=True)}" for k in ranked)
 
 
 def schedule_name(chunks: float) -> str:

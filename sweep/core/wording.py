@@ -1,4 +1,7 @@
-"""Counts in messages: ``1 setting``, ``2 settings`` (one rule, so no message says ``1 configurations``)."""
+"""Counts and numbers in messages: ``1 setting``, ``2 settings`` (one rule, so no message says ``1 configurations``);
+a small number that rounds to nothing said as ``<0.01``, not ``0.00``."""
+
+from typing import SupportsFloat
 
 
 def counted(n: int, noun: str, plural: str | None = None) -> str:
@@ -11,3 +14,21 @@ def table_cell(text: object) -> str:
     """A label as a Markdown table cell holds it: a ``|`` of the user's escaped and a line break a space (each
     would split the row)."""
     return " ".join(str(text).splitlines()).replace("|", "\\|")
+
+
+def rounded(value: float, decimals: int = 0, percent: bool = False) -> str:
+    """``value`` to ``decimals`` places (``percent``: as a percentage, ``0.25`` -> ``25%``), or, where it is
+    positive but rounds to zero, ``<`` the least step those places show: ``<0.01``, ``<1%``. A tiny model's MFU
+    of 0.0009 read ``0.00`` and a 0.3% share ``0%``, as if they were none (a hunt)."""
+    kind = "%" if percent else "f"
+    step = 10.0**-decimals / (100 if percent else 1)
+    if 0 < value < step / 2:
+        return f"<{step:.{decimals}{kind}}"
+    return f"{value:,.{decimals}{kind}}"
+
+
+def exact_text(value: SupportsFloat) -> str:
+    """``value`` as headings, file names and ``assumed:`` lines say a value the user gave: six significant digits,
+    or every digit where two values would read alike in six (a review: --oversubscription 1,1.0000001 named both
+    plans' cubes alike, and the ``assumed:`` line said ``1:1, 1:1``)."""
+    return f"{float(value):g}" if float(f"{float(value):g}") == float(value) else repr(float(value))

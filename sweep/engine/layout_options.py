@@ -864,6 +864,25 @@ def _unread_at_ep_one(given: dict, values: dict) -> tuple[str, ...]:
     )
 
 
+def _sequence_parallel_said(models: Sequence[LLM], values: dict) -> tuple[str, ...]:
+    """The ``assumed:`` line's phrase where sequence parallelism rules out every TP above 1: it splits each CP
+    rank's seq / cp tokens over the TP group (:data:`~kernels.layout_inputs.STATUS` rule 14), and where seq
+    divides by tp x cp for no model, TP and CP given or searched, every layout at TP > 1 breaks it (a hunt: a plan
+    at seq 2047 searched tp 1,2,4,8 and ranked only TP 1, in silence). Turning it off lifts the rule on a dense
+    model; a mixture of experts at TP > 1 needs it (rule 11)."""
+    tps = [t for t in np.asarray(values["tp"]) if t > 1]
+    if not tps or 0 in values["sequence_parallel"]:
+        return ()
+    if any(m.seq % (c * t) == 0 for m in models for c in values["cp"] for t in tps):
+        return ()
+    lift = "" if any(m.experts > 0 for m in models) else "; --sequence-parallel 0 lifts it"
+    seqs = ",".join(dict.fromkeys(show(m.seq) for m in models))
+    return (
+        f"tp {','.join(show(t) for t in tps)} ruled out: sequence parallelism splits each cp rank's tokens over "
+        f"tp, and seq {seqs} divides by no tp x cp here{lift}",
+    )
+
+
 def _assumed(
     given: dict,
     names: dict,
@@ -931,7 +950,7 @@ def _assumed(
             out.append(f"{AXES[d].option} {AXES[d].default}")
     if searched:
         out.append("searched: " + ", ".join(searched))
-    return tuple(out)
+    return (*out, *_sequence_parallel_said(models, values or {"tp": [1]}))
 
 
 def _host_made(gpu: str, given: dict) -> list[str]:

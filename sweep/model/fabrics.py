@@ -29,6 +29,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.wording import exact_text
 from netsweep_jax.sweep.model.fabric_constants import FabricConstants, other_host
 
 # Sources, cited once each.
@@ -173,7 +174,7 @@ class FabricPreset:
         built = f"{self.oversubscription:g}:1 as built"
         if spines is not None:
             each = ", a plan each" if len(spines) > 1 else ""
-            built = f"{', '.join(f'{v:g}:1' for v in spines)} (--oversubscription{each}; {built})"
+            built = f"{', '.join(f'{exact_text(v)}:1' for v in spines)} (--oversubscription{each}; {built})"
         if self.rail_only:
             wiring = "rail-only (no spine: each rail a non-blocking fabric; all-to-all forwarded over NVLink)"
         else:
