@@ -66,7 +66,8 @@ class LayoutOptions(LayoutAxisKeywords, SettingKeywords, total=False):
       oversubscription: with a fabric preset, the spine's oversubscription (``--oversubscription``; one value:
         the command ``sweep plan`` plans each value of a list).
       gpus_per_node, nics_per_node, bandwidth, utilization, latency: the cluster (not given: the GPU's usual
-        system and the links' full rate).
+        system; the utilization the default stack's fit holds on the GPU's die, as ``--util``'s help says, 1
+        under NCCL's pricing; no latency).
       overhead, slowdown, jitter: as a data-parallel sweep's.
       dtype: ``"float32"`` (default) or ``"float64"``.
       And the stack's settings of one value per sweep, each a number (or value syntax) or a name:

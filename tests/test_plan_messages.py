@@ -206,3 +206,10 @@ def test_a_sequence_that_splits_over_no_tp_says_sequence_parallelism_rules_tp_ou
     ]
     assert said(2046, tp="1,4", cp="1") != [] and said(2046, tp="1,2,4", cp="1") == []  # 2046 = 2 x 1023
     assert said(2047, search=searched, sequence_parallel="0") == [] and said(2048, search=searched) == []
+    # where cp rules every layout out (2050 at cp 2: rule 8), turning sequence parallelism off lifts nothing
+    assert said(2050, tp="1,2", cp="2") == [] and said(2049, tp="1,2", cp="1") != []
+    # a mixture of experts needs it at TP > 1: said with it off too, and no way out named (a review)
+    moe = "layers=8,hidden=1024,heads=8,seq=2047,vocab=32000,experts=8,top_k=2,expert_ffn=512"
+    grid = make_layout_grid(None, arch=moe, gpus="16", global_batch="16", tp="1,2", sequence_parallel="0,1")
+    (phrase,) = [p for p in grid.assumed if "sequence parallelism" in p]
+    assert phrase.startswith("tp 2 ruled out") and "lifts" not in phrase

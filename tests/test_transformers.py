@@ -214,16 +214,26 @@ def test_the_reduction_follows_the_workloads_gpu_memory():
     h100 = make_grid("gpt2-xl", gpu="h100", precision="bf16", batch=8)
     np.testing.assert_array_equal(h100.reduce_table[1], seconds)
     assert "reductions at the h100's HBM (3.35 TB/s)" in h100.assumed
-    # the slowest memory of the sweep
+    # several GPUs in one sweep: each profile its own GPU's memory and NVLink (a hunt: the H100 beside a V100
+    # took the V100's, 2.7 times its communication alone)
     mixed = make_grid("gpt2-xl", gpu="v100,h100", precision="amp", batch=8)
-    assert mixed.reduce_source == "default V100 model"
-    # and NVLink: one a sweep, the slowest's, said as every GPU's (the H100 priced with the V100's links)
-    assert "--intra-bw 1200 (V100 NVLink for every GPU of the sweep, the slowest's)" in mixed.assumed
+    assert mixed.reduce_source == "default model at each GPU's HBM (v100 0.9, h100 3.35 TB/s)"
+    np.testing.assert_array_equal(mixed.table_of(1)[1], seconds)
+    np.testing.assert_array_equal(mixed.table_of(0)[1], v100.reduce_table[1])
+    assert [mixed.intra_of(0), mixed.intra_of(1)] == [1200, 3600]
+    assert "--intra-bw each GPU's NVLink (v100 1200, h100 3600 Gbit/s)" in mixed.assumed
+    given = make_grid("gpt2-xl", gpu="v100,h100", precision="amp", batch=8, intra_bandwidth=2000)
+    assert [given.intra_of(0), given.intra_of(1)] == [2000, 2000] and given.own_gpu == ("reduce",)
     mixed = make_grid("gpt2-xl", gpu="a100,h100", precision="bf16", batch=8)
-    assert (
-        "reductions at the a100's HBM (2.039 TB/s), for every GPU of the sweep (the slowest's"
-        in mixed.assumed
-    )
+    assert "reductions at each GPU's HBM (a100 2.039, h100 3.35 TB/s)" in mixed.assumed
+    # a GPU's row of a mixed sweep is the GPU's sweep alone, and the dataset says each one's NVLink
+    from netsweep_jax.sweep.api import evaluate
+
+    options = dict(bandwidth=400, nics_per_node=8, collective="nccl-ring,hierarchical")
+    both = evaluate("gpt2-xl", gpu="v100,h100", **options)
+    alone = evaluate("gpt2-xl", gpu="h100", **options)
+    np.testing.assert_array_equal(both.comm_time.isel(model=[1]).values, alone.comm_time.values)
+    assert list(both.attrs["intra_bandwidth_gbps"]) == [1200, 3600]
 
 
 def test_a_workload_keyword_of_the_api_says_what_its_string_takes():

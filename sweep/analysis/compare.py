@@ -321,10 +321,11 @@ def _transports(today: xr.Dataset, fixed: xr.Dataset) -> xr.Dataset:
 
 def _evaluated_per_gpu(profiles: list[Profile], **settings: Any) -> xr.Dataset:
     """:func:`evaluate` of ``profiles`` with ``settings``, one sweep per GPU the profiles ran on (a profile on
-    none: the V100 the paper's ran on), joined along ``model`` in the profiles' order. One sweep prices every GPU
-    at the slowest's NVLink and reductions, which ``grid`` says; compare's rows are each model's own, and its
-    default models put the paper's V100 CNNs beside H100 transformers: bert-large's transport fixed at 400
-    Gbit/s came out 1.095x beside them and 1.225x alone (a hunt). The sweeps' attributes are joined: equal ones
+    none: the V100 the paper's ran on), joined along ``model`` in the profiles' order, each with its GPU's own
+    defaults. A sweep once priced every GPU at the slowest's NVLink and reductions (now each profile's own:
+    :attr:`~sweep.engine.grid.Grid.own_gpu`); compare's default models put the paper's V100 CNNs beside H100
+    transformers, and bert-large's transport fixed at 400 Gbit/s had come out 1.095x beside them and 1.225x
+    alone (a hunt). The sweeps' attributes are joined: equal ones
     kept, the assumed lines one after the other, the others per model."""
     groups = _by_gpu(profiles)
     # Every later group's settings checked before the first is computed (a hunt: a fabric of H100 hosts refused

@@ -38,6 +38,7 @@ from netsweep_jax.sweep.engine.dispatch import run
 from netsweep_jax.sweep.engine.grid import Grid, make_grid
 from netsweep_jax.sweep.engine.grid_options import GridOptions, Models
 from netsweep_jax.sweep.engine.inputs import BlockInputs
+from netsweep_jax.sweep.model.collectives import ONE_LINK_PER_WORKER
 from netsweep_jax.sweep.model.fabric_constants import UTILIZATION_ON_ETA, FabricConstants
 from netsweep_jax.sweep.model.fabrics import FabricPreset, is_preset
 
@@ -461,6 +462,20 @@ def _nics(ds: xr.Dataset) -> str:
     return f", {int(values[0])} NIC{'s' if int(values[0]) != 1 else ''} per node" if len(values) == 1 else ""
 
 
+def _per_link(ds: xr.Dataset) -> str:
+    """What one ``--bw`` link is in need's table head: a NIC's (its count where one), or for the flat ring, tree
+    and parameter server one link per GPU, whatever the NICs (a hunt: their answers were headed "per NIC")."""
+    collectives = (
+        {str(c) for c in np.atleast_1d(ds["collective"].values)} if "collective" in ds.coords else set()
+    )
+    flat = collectives & set(ONE_LINK_PER_WORKER)
+    if not flat:
+        return f"per NIC{_nics(ds)}"
+    if flat == collectives:
+        return "per GPU: one link each"
+    return f"per GPU for {', '.join(sorted(flat))}, per NIC for the others{_nics(ds)}"
+
+
 def _utilization(ds: xr.Dataset) -> str:
     values: Any = np.unique(np.asarray(ds["utilization"].values)) if "utilization" in ds.coords else []
     return f"utilization {float(values[0]):g}" if len(values) == 1 else "the row's utilization"
@@ -498,7 +513,7 @@ def answer_table(ds: xr.Dataset, given: Collection[str] = ()) -> str:
     # to every digit given: 0.9999999 was said as "scaling factor 1"
     head = f"{limit} {axis} reaching scaling factor {show(ds.attrs['target_scaling_factor'])}"
     if axis == "bandwidth":
-        head += f" (the link rate per NIC{_nics(ds)}, at {_utilization(ds)})"
+        head += f" (the link rate {_per_link(ds)}, at {_utilization(ds)})"
     head += _spine(ds) + ":"
     # each numeric dim's units in its column's head (a hunt: latency 5.0 read as seconds or ms)
     shown = df[varying + ["answer"]].rename(columns={d: _headed(str(d)) for d in varying})

@@ -15,7 +15,6 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.families import family_of
 from netsweep_jax.sweep.core.values import all_whole, decimal, digits12
@@ -173,7 +172,8 @@ def line_plot(
         )
     ax.set_xlabel(label(ds[x]))
     ax.set_ylabel(label(ds[var]))
-    if x in NUMERIC_AXES and ds[x].size > 2 and np.all(ds[x].values > 0):
+    # any numeric axis spanning 50x (a layout cube's GPUs 8-1024 labelled 8, 16, 32, 64 in one blot: a review)
+    if not named and ds[x].size > 2 and np.all(ds[x].values > 0):
         v = ds[x].values
         if v.max() / v.min() >= 50:
             ax.set_xscale("log")
@@ -229,7 +229,11 @@ def _ticks_at_values(ax: Axes, values: np.ndarray, named: bool) -> None:
             for text in ax.get_xticklabels():
                 text.set_horizontalalignment("right")
         return
-    if len(values) <= FEW_TICKS:
+    at = np.log(np.sort(values)) if ax.get_xscale() == "log" else np.sort(values)
+    span = float(at[-1] - at[0]) if len(at) > 1 else 0.0
+    # each labelled where no two labels meet: the closest two at least a third of an even spacing apart
+    apart = span == 0 or float(np.diff(at).min()) >= span / (3 * len(at))
+    if len(values) <= FEW_TICKS and apart:
         from matplotlib.ticker import NullLocator
 
         ax.set_xticks(values, _distinct(values))
@@ -285,11 +289,15 @@ def heatmap(
         ax.tick_params(axis="x", labelrotation=30)
         for text in ax.get_xticklabels():
             text.set_horizontalalignment("right")
-    if np.isnan(np.asarray(da.values, np.float64)).any():
-        _hatch_missing(ax)
+    missing = bool(np.isnan(np.asarray(da.values, np.float64)).any())
+    if missing:
+        ax.patch.set(**HATCHED)
     ax.set_xlabel(label(ds[x]))
     ax.set_ylabel(label(ds[y]))
-    (fig or ax.figure).colorbar(mesh, ax=ax, label=label(ds[var]))
+    # what the hatching is, said on the color scale (below the axes it met slanted names: a review)
+    (fig or ax.figure).colorbar(
+        mesh, ax=ax, label=label(ds[var]) + ("\nhatched: no value" if missing else "")
+    )
     if title:
         ax.set_title(_lines(title))
     return ax
@@ -305,20 +313,10 @@ def _color_norm(values: np.ndarray, coordinate: xr.DataArray) -> Any:
     return LogNorm(float(np.nanmin(values)), float(np.nanmax(values)))
 
 
-def _hatch_missing(ax: Axes) -> None:
-    """Cells with no value (a layout that cannot run, an answer not reached, a block not computed) drawn hatched
-    grey and named below the axes: left white, they read as a value (a hunt: "needs nothing")."""
-    from matplotlib.patches import Patch
-
-    hatched: dict[str, Any] = {"facecolor": "0.9", "edgecolor": "0.6", "hatch": "//"}
-    ax.patch.set(**hatched)
-    ax.legend(
-        handles=[Patch(**hatched, label="no value (cannot run, not reached, or not computed)")],
-        loc="upper center",
-        bbox_to_anchor=(0.5, -0.16),
-        fontsize=8,
-        frameon=False,
-    )
+# A heatmap's cells with no value (a layout that cannot run, an answer not reached, a block not computed) drawn
+# hatched grey over the axes' background, and said on the color scale: left white, they read as a value (a hunt:
+# "needs nothing").
+HATCHED = {"facecolor": "0.9", "edgecolor": "0.6", "hatch": "//"}
 
 
 def _unit(coordinate: xr.DataArray) -> str:

@@ -124,7 +124,7 @@ COLLECTIVE_SETTINGS = [
         "--intra-bw",
         parser=typed_number(float),
         help="Intra-node bandwidth, Gbit/s, for hierarchical, nccl-* and nccl (default: the NVLink of the model's GPU "
-        "preset: 1200 for the paper's V100 runs, 3600 for an H100; one a sweep: with several GPUs, the slowest's).",
+        "preset: 1200 for the paper's V100 runs, 3600 for an H100; with several GPUs, each profile its own GPU's).",
     ),
     param(
         "reduce_table",

@@ -21,10 +21,11 @@ def rounded(value: float, decimals: int = 0, percent: bool = False) -> str:
     positive but rounds to zero, ``<`` the least step those places show: ``<0.01``, ``<1%``. A tiny model's MFU
     of 0.0009 read ``0.00`` and a 0.3% share ``0%``, as if they were none (a hunt)."""
     kind = "%" if percent else "f"
-    step = 10.0**-decimals / (100 if percent else 1)
-    if 0 < value < step / 2:
-        return f"<{step:.{decimals}{kind}}"
-    return f"{value:,.{decimals}{kind}}"
+    text = f"{value:,.{decimals}{kind}}"
+    # positive, yet shown as nothing (0.005 rounds to even: "0.00"; a review)
+    if value > 0 and float(text.rstrip("%").replace(",", "")) == 0:
+        return f"<{10.0**-decimals / (100 if percent else 1):.{decimals}{kind}}"
+    return text
 
 
 def exact_text(value: SupportsFloat) -> str:

@@ -83,7 +83,7 @@ def evaluate(
     grid = evaluated_grid(model, bandwidth=bandwidth, vars=vars, **options)
     attrs = {
         "dtype": grid.dtype,
-        "intra_bandwidth_gbps": grid.intra_bandwidth,
+        "intra_bandwidth_gbps": grid.intra_per_model(),
         "iteration_time_single_gpu_s": np.array([p.t1 for p in grid.profiles]),
         **grid.said_attrs(),  # as a grid's cube keeps them, reduced or not
     }

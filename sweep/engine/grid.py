@@ -49,10 +49,13 @@ from netsweep_jax.sweep.engine.workloads import (
     assumed_text,
     gpu_of,
     is_transformer,
+    own_links,
+    own_table,
     priced_gpu,
     profiles_said,
     refuse_mixed_stacks,
     resolve_models,
+    several_gpus,
     takes_workload,
     workload_defaults,
     workload_reduce_table,
@@ -113,6 +116,9 @@ class Grid:
         beyond the paper's defaults).
       fabric: ``--fabric``'s constants and tier for NCCL's own collective (None: the shipped fit's constants, each
         host its own NVLink domain, no tier above the hosts).
+      own_gpu: what each profile takes of its own GPU where the sweep's GPUs differ and the user set none of it:
+        ``"intra"`` its NVLink (``intra_bandwidth`` then the slowest's, a record), ``"reduce"`` its reduce table
+        (``reduce_table`` the slowest's); :meth:`intra_of`, :meth:`table_of`.
     """
 
     family: ClassVar[Family] = DATA_PARALLEL
@@ -132,6 +138,25 @@ class Grid:
     reduction: Reduction | None = None  # under --reduce
     assumed: str = ""
     fabric: SweepFabric | None = None
+    own_gpu: tuple[str, ...] = ()
+
+    def intra_of(self, model: int) -> float:
+        """The intra-node bandwidth (Gbit/s) profile ``model`` is priced at: its GPU's NVLink where the sweep's
+        GPUs differ and no ``--intra-bw`` was given (a hunt: an H100 beside a V100 took the V100's), else the
+        sweep's one."""
+        return own_links(self.profiles[model]) if "intra" in self.own_gpu else self.intra_bandwidth
+
+    def intra_per_model(self) -> npt.NDArray[np.float64] | float:
+        """The intra-node bandwidth as a cube and a dataset record it: one value per profile, in the model dim's
+        order, where each takes its own GPU's (as compare's dataset holds it), else the sweep's one."""
+        if "intra" not in self.own_gpu:
+            return self.intra_bandwidth
+        return np.array([self.intra_of(i) for i in range(len(self.profiles))])
+
+    def table_of(self, model: int) -> Table:
+        """The reduce-cost table profile ``model`` is priced with: its GPU's model table where the sweep's GPUs
+        differ and no table was given, else the sweep's one."""
+        return own_table(self.profiles[model]) if "reduce" in self.own_gpu else self.reduce_table
 
     def label(self) -> str:
         """The profiles, as an output's default name holds them."""
@@ -146,11 +171,11 @@ class Grid:
             **(self.fabric.attrs() if self.fabric else {}),
         }
 
-    def cube_attrs(self) -> dict[str, float | str]:
+    def cube_attrs(self) -> dict[str, Any]:
         """What a cube of this sweep says of it besides its coordinates and profiles: the intra-node bandwidth,
         the reduce-cost table's source, what was assumed, and what the compressor dim's results rest on."""
-        attrs: dict[str, float | str] = {
-            "intra_bandwidth_gbps": self.intra_bandwidth,
+        attrs: dict[str, Any] = {
+            "intra_bandwidth_gbps": self.intra_per_model(),
             "reduce_cost_source": self.reduce_source,
         }
         attrs.update(self.said_attrs())
@@ -229,6 +254,7 @@ class Grid:
             "values": {k: np.asarray(v).tolist() for k, v in sorted(self.values.items())},
             "reduce": [np.asarray(t).tolist() for t in self.reduce_table],
             "intra": self.intra_bandwidth,
+            **({"own_gpu": list(self.own_gpu)} if self.own_gpu else {}),  # earlier cubes' fingerprints kept
             "dtype": self.dtype,
             "variables": list(self.variables),
             "store": self.store_dtype,
@@ -319,9 +345,7 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
     collective, compressor, intra_bandwidth, dtype, store = (
         o[k] for k in ("collective", "compressor", "intra_bandwidth", "dtype", "store")
     )
-    names = [p.model for p in profiles]
-    if len(set(names)) != len(names):
-        raise InputError(f"{', '.join(names)}: names repeat; each profile needs its own name", param="model")
+    _refuse_repeated_names(profiles)
     collectives = tuple(parse_names(collective, "collective", COLLECTIVES))
     fabric = _sweep_fabric(choice, o["oversubscription"], collectives, profiles)
     bucketings = tuple(parse_names(o["bucketing"], "bucketing", BUCKETINGS))
@@ -357,7 +381,7 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
         parse_reductions(_reductions(o["reduce"]), DATA_PARALLEL),
         assumed_line(
             (
-                assumed_text(profiles, chosen, collectives=collectives),
+                assumed_text(profiles, chosen, collectives=collectives, own=True),
                 nics_said(
                     collectives,
                     profiles,
@@ -371,6 +395,23 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
             + _fabric_said(collectives, fabric, (*said, forced))
         ),
         fabric,
+        _own_gpu(profiles, "intra_bandwidth" in chosen, o["reduce_table"] is None),
+    )
+
+
+def _refuse_repeated_names(profiles: Sequence[Profile]) -> None:
+    """Refuse profiles of one name: the model dim names each once."""
+    names = [p.model for p in profiles]
+    if len(set(names)) != len(names):
+        raise InputError(f"{', '.join(names)}: names repeat; each profile needs its own name", param="model")
+
+
+def _own_gpu(profiles: Sequence[Profile], links: bool, table: bool) -> tuple[str, ...]:
+    """:attr:`Grid.own_gpu`: each profile its own GPU's NVLink (``links``: no ``--intra-bw`` given) and reduce
+    table (``table``: none given), each where the profiles' GPUs differ in it."""
+    return (
+        *(("intra",) if links and several_gpus(profiles, "nvlink") else ()),
+        *(("reduce",) if table and several_gpus(profiles, "hbm") else ()),
     )
 
 
@@ -661,7 +702,7 @@ def _reduce_table(reduce_table: Any, profiles: Sequence[Profile]) -> tuple[Table
     workload's GPU's memory (:func:`~sweep.engine.workloads.workload_reduce_table`), a file, or the user's
     arrays."""
     if reduce_table is None:
-        return workload_reduce_table(profiles)
+        return workload_reduce_table(profiles, own=True)
     if isinstance(reduce_table, (str, Path)):
         return read_table(reduce_table), str(reduce_table), ""
     return _table(reduce_table), "user table", ""

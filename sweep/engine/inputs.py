@@ -154,10 +154,13 @@ class BlockInputs:
         self.bucket_count = padded_count(max(len(self._fuse(t)) for t in blocking.tasks()))
         self.zero_latency = bool(np.all(grid.values["latency"] == 0))
         self.features = features_of(grid)
-        self.intra_bits = float(si_values("bandwidth", grid.intra_bandwidth))  # Gbit/s, like bandwidth
 
     def _named(self, task: Task) -> dict[str, int]:
         return dict(zip(STRUCTURAL, task))
+
+    def _intra_bits(self, task: Task) -> float:
+        """The task's profile's intra-node bandwidth, bit/s (:meth:`~sweep.engine.grid.Grid.intra_of`)."""
+        return float(si_values("bandwidth", self.grid.intra_of(self._named(task)["model"])))  # Gbit/s as --bw
 
     def _fuse(self, task: Task) -> Fused | Units:
         """Fused buckets of a task (cached by profile and fusion knobs: not collective)."""
@@ -221,11 +224,10 @@ class BlockInputs:
         nodes, gpus, nics = (a.ravel() for a in np.meshgrid(*values, indexing="ij"))
         collective = g.collectives[self._named(task)["collective"]]
         plain: Host = self.buckets(task).nbytes.astype(np.float64)
+        table, intra = g.table_of(self._named(task)["model"]), self._intra_bits(task)
 
         def coefficients_for(nbytes: Array) -> Coefficients:
-            return coefficients(
-                collective, nodes, gpus, nbytes, g.reduce_table, self.intra_bits, nics_per_node=nics
-            )
+            return coefficients(collective, nodes, gpus, nbytes, table, intra, nics_per_node=nics)
 
         c = coefficients_for(plain)
         kb, k = self.blocking.kb_width, nodes.size
@@ -259,7 +261,7 @@ class BlockInputs:
         of one NVLink domain (a ``--fabric`` preset's, else the host's), and the fabric's tier and constants
         (``--fabric``'s, else none and the shipped fit's); the padding lanes one GPU on one host."""
         gpu = gpu_of(self.grid.profiles[self._named(task)["model"]])
-        arch, nvlink = _nccl_gpu(gpu, self.intra_bits, str(np.dtype(self.dtype)))
+        arch, nvlink = _nccl_gpu(gpu, self._intra_bits(task), str(np.dtype(self.dtype)))
         chosen = self.grid.fabric or NO_FABRIC
         lane = [1.0, 1.0, nvlink, 1.0, arch, 1.0, *chosen.tier(), *chosen.constants.columns()]
         fabric: Host = np.tile(np.array(lane, dtype=self.dtype), (width, 1))

@@ -871,11 +871,15 @@ def _sequence_parallel_said(models: Sequence[LLM], values: dict) -> tuple[str, .
     at seq 2047 searched tp 1,2,4,8 and ranked only TP 1, in silence). Turning it off lifts the rule on a dense
     model; a mixture of experts at TP > 1 needs it (rule 11)."""
     tps = [t for t in np.asarray(values["tp"]) if t > 1]
-    if not tps or 0 in values["sequence_parallel"]:
+    dense = any(m.experts == 0 for m in models)
+    if not tps or (0 in values["sequence_parallel"] and dense):  # a mixture of experts needs it at TP > 1
         return ()
-    if any(m.seq % (c * t) == 0 for m in models for c in values["cp"] for t in tps):
+    # the cp that split the sequence at all (rule 8: seq divisible by 2 x cp; a review: --sequence-parallel 0
+    # lifts nothing where cp rules every layout out)
+    splits = [(m, c) for m in models for c in values["cp"] if c == 1 or m.seq % (2 * c) == 0]
+    if not splits or any(m.seq % (c * t) == 0 for m, c in splits for t in tps):
         return ()
-    lift = "" if any(m.experts > 0 for m in models) else "; --sequence-parallel 0 lifts it"
+    lift = "; --sequence-parallel 0 lifts it" if dense and 0 not in values["sequence_parallel"] else ""
     seqs = ",".join(dict.fromkeys(show(m.seq) for m in models))
     return (
         f"tp {','.join(show(t) for t in tps)} ruled out: sequence parallelism splits each cp rank's tokens over "

@@ -109,11 +109,33 @@ def refuse_mixed_stacks(profiles: Sequence[Profile], unset: Collection[str]) -> 
     )
 
 
-def workload_reduce_table(profiles: Sequence[Profile]) -> tuple[Table, str, str]:
+def own_links(profile: Profile) -> float:
+    """The NVLink rate (Gbit/s, one direction) of the GPU ``profile`` is priced on (:func:`priced_gpu`)."""
+    return GPUS[priced_gpu(profile)].nvlink * 8 / 1e9
+
+
+def own_table(profile: Profile) -> Table:
+    """The model reduce-cost table (:func:`sweep.model.vector_add.default_table`) at the HBM rate of the GPU
+    ``profile`` is priced on: a sweep of several GPUs prices each profile's reductions with its own GPU's."""
+    return default_table(GPUS[priced_gpu(profile)].hbm)
+
+
+def several_gpus(profiles: Sequence[Profile], rate: str) -> bool:
+    """Whether ``profiles`` are priced on GPUs of more than one ``rate`` (``"nvlink"`` or ``"hbm"``)."""
+    return len({getattr(GPUS[priced_gpu(p)], rate) for p in profiles}) > 1
+
+
+def _each_gpu(profiles: Sequence[Profile], value: Any) -> str:
+    """``v100 1200, h100 3600``: each GPU of ``profiles`` and ``value(gpu)``, once each, in order."""
+    return ", ".join(f"{g} {value(g)}" for g in dict.fromkeys(priced_gpu(p) for p in profiles))
+
+
+def workload_reduce_table(profiles: Sequence[Profile], own: bool = False) -> tuple[Table, str, str]:
     """The default reduce-cost table of a sweep of ``profiles``: the model table
     (:func:`sweep.model.vector_add.default_table`) at the HBM rate of the slowest of their GPUs (the V100's
     for a profile on an unknown GPU, as the paper's CNNs), its source (text), and what the sweep says of it
-    where it is not the V100's for every profile (else "")."""
+    where it is not the V100's for every profile (else ""). ``own``: the sweep prices each profile at its own
+    GPU's table (:func:`own_table`; ``sweep grid``), the slowest's table its record where all are one."""
     gpus = [priced_gpu(p) for p in profiles] or [PAPER_GPU]
     gpu = min(gpus, key=lambda g: GPUS[g].hbm)
     hbm = GPUS[gpu].hbm
@@ -123,6 +145,13 @@ def workload_reduce_table(profiles: Sequence[Profile]) -> tuple[Table, str, str]
     several = len({GPUS[g].hbm for g in gpus}) > 1
     if paper and not several:
         return default_table(), "default V100 model", ""
+    if own and several:  # a hunt: an H100 beside a V100 reduced at the V100's HBM
+        rates = _each_gpu(profiles, lambda g: f"{GPUS[g].hbm / 1e12:g}")
+        return (
+            default_table(hbm),
+            f"default model at each GPU's HBM ({rates} TB/s)",
+            (f"reductions at each GPU's HBM ({rates} TB/s)"),
+        )
     every = (
         ", for every GPU of the sweep (the slowest's; a sweep per GPU prices each its own)" if several else ""
     )
@@ -143,11 +172,13 @@ def assumed_text(
     chosen: Mapping[str, Any],
     always: bool = False,
     collectives: Sequence[str] = (),
+    own: bool = False,
 ) -> str:
     """One line of what a sweep assumed that the user did not set (``chosen``: setting -> value
     filled in), empty where nothing departs from the paper's defaults (its CNNs on a V100) unless ``always``
     (a fit, whose values hold for the collective it assumed) or the intra-node rate is chosen and one of the
-    sweep's ``collectives`` reads it (a hunt: nccl-ring's answer moved with an --intra-bw the line never named)."""
+    sweep's ``collectives`` reads it (a hunt: nccl-ring's answer moved with an --intra-bw the line never named).
+    ``own``: the sweep prices each profile at its own GPU's NVLink (``sweep grid``), else at the slowest's."""
     if not chosen:
         return ""
     always = always or ("intra_bandwidth" in chosen and reads_intra(collectives))
@@ -179,6 +210,11 @@ def assumed_text(
             value = chosen[key]
             several = " for every GPU of the sweep, the slowest's" if len(set(gpus)) > 1 else ""
             note = f" ({low.upper()} NVLink{several})" if key == "intra_bandwidth" else ""
+            if key == "intra_bandwidth" and own and several_gpus(profiles, "nvlink"):
+                parts.append(
+                    f"{FLAGS[key]} each GPU's NVLink ({_each_gpu(profiles, lambda g: show(GPUS[g].nvlink * 8 / 1e9))} Gbit/s)"
+                )
+                continue
             parts.append(
                 f"{FLAGS[key]} {value:g}{note}" if isinstance(value, float) else f"{FLAGS[key]} {value}"
             )

@@ -326,7 +326,12 @@ def write_data_parallel_inputs(f: h5py.File, grid: Grid) -> None:
     write_profiles(f, grid.profiles)
     rc = f.create_group("reduce_cost")
     rc.create_dataset("bytes", data=grid.reduce_table[0]).attrs["units"] = "B"
-    rc.create_dataset("seconds", data=grid.reduce_table[1]).attrs["units"] = "s"
+    if "reduce" not in grid.own_gpu:
+        rc.create_dataset("seconds", data=grid.reduce_table[1]).attrs["units"] = "s"
+        return
+    # each profile's own GPU's table (their bytes are the model table's, alike): [model, bytes]
+    seconds = np.stack([grid.table_of(i)[1] for i in range(len(grid.profiles))])
+    rc.create_dataset("seconds", data=seconds).attrs.update({"units": "s", "dims": "model, bytes"})
 
 
 def write_no_inputs(f: h5py.File, grid: Any) -> None:
