@@ -145,6 +145,11 @@ def test_a_file_of_version_1_reads_as_the_model_it_was_fitted_with(tmp_path):
         ),
         ({"hardware.preset": "zz9"}, None, 'hardware.preset "zz9" is not a GPU preset (v100, '),
         ({"hardware.preset": ["h100"]}, None, 'hardware.preset ["h100"] is not a GPU preset (v100, '),
+        (
+            {"hardware.gpu": 7},
+            None,
+            "hardware.gpu 7 must be text, the GPU's name",
+        ),  # dropped in silence (a hunt)
         # the hosts' NICs it records become a sweep's where not given: a count no sweep takes, named by its key
         (
             {"hardware.nics_per_node": 4096},

@@ -712,3 +712,23 @@ def test_nccls_pricing_refuses_a_host_of_more_gpus_than_its_nvlink_domain():
         "llama3-8b", gpus=32, global_batch=32, nvlink_domain="1", collective="ring-or-tree"
     )
     assert make_layout_grid("llama3-8b", gpus=76, global_batch=76, fabric=FABRICS["gb200-nvl72"])
+
+
+def test_a_sharp_fabrics_tier_line_says_where_zero_leaves_sharp_unused():
+    # A hunt: the -sharp preset's plan equal to the plain one's, with nothing saying why (ZeRO's reduce-scatter and
+    # all-gather are not priced with CollNet), read as SHARP being worthless for LLM training.
+    from netsweep_jax.sweep.analysis.plan_tiers import _sharp_unused
+
+    across = {"TP": "NVLink", "DP": "leaf"}
+    said = _sharp_unused("dgx-h100-superpod-sharp", {"layout_zero": 1.0}, across)
+    assert (
+        said
+        == "; SHARP unused: ZeRO 1 syncs by reduce-scatter and all-gather, which CollNet is not priced for"
+    )
+    assert (
+        _sharp_unused("dgx-h100-superpod-sharp", {"layout_zero": 0.0}, across) == ""
+    )  # its all-reduce: SHARP's
+    assert _sharp_unused("dgx-h100-superpod", {"layout_zero": 1.0}, across) == ""  # no SHARP to leave unused
+    assert (
+        _sharp_unused("dgx-h100-superpod-sharp", {"layout_zero": 3.0}, {"DP": "NVLink"}) == ""
+    )  # inside hosts

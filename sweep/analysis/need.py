@@ -517,7 +517,14 @@ def answer_table(ds: xr.Dataset, given: Collection[str] = ()) -> str:
     head += _spine(ds) + ":"
     # each numeric dim's units in its column's head (a hunt: latency 5.0 read as seconds or ms)
     shown = df[varying + ["answer"]].rename(columns={d: _headed(str(d)) for d in varying})
-    return head + "\n" + shown.to_string(index=False)
+    # what bounds an answer no NIC rate reaches (a hunt: at most 0.8971 at 1e6 Gbit/s, bound by NVLink, unsaid)
+    beyond = (
+        "\nunreachable at any --bw: the rest of the step bounds it (latency; the reductions; NVLink, --intra-bw, "
+        "where a collective crosses it; the compute it must hide behind)"
+        if axis == "bandwidth" and (df["status"] == UNREACHABLE).any()
+        else ""
+    )
+    return head + "\n" + shown.to_string(index=False) + beyond
 
 
 def _headed(dim: str) -> str:

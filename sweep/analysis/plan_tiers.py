@@ -10,7 +10,7 @@ from netsweep_jax.kernels import nccl
 from netsweep_jax.kernels.layout_collectives import domain_part, job_domain, spine_load
 from netsweep_jax.sweep.analysis.planning import plan_rows
 from netsweep_jax.sweep.core.schema import option_of
-from netsweep_jax.sweep.model.fabrics import TIERS, traffic_groups, traffic_tiers
+from netsweep_jax.sweep.model.fabrics import FABRICS, TIERS, traffic_groups, traffic_tiers
 
 # The collective each kind's groups run, as the layout kernel prices it (kernels.nccl's index; -1: an all-reduce's
 # rings and trees): CP's ring attention and PP's hand-offs send, EP exchanges, TP and DP reduce and gather.
@@ -66,8 +66,21 @@ def tier_lines(ds: xr.Dataset) -> list[str]:
         unpriced = uneven_domains(row["gpus"], per_node, domain) + straddled(
             groups, row["gpus"], per_node, domain, leaf_ranks
         )
-        lines.append(f"  {setting}: {row['layout']}: {said}{unpriced}")
+        lines.append(f"  {setting}: {row['layout']}: {said}{unpriced}{_sharp_unused(fabric, row, crossed)}")
     return lines
+
+
+def _sharp_unused(fabric: str, row: dict, crossed: dict[str, str]) -> str:
+    """``; SHARP unused: ...``, where a fabric with SHARP (CollNet) on has a best layout whose data-parallel sync
+    across hosts is ZeRO's reduce-scatter and all-gather, which are not priced with CollNet (docs/model.md): the
+    -sharp preset's plan equal to the plain one's reads as SHARP being worthless (a hunt)."""
+    preset = FABRICS.get(fabric)
+    zero = int(row["layout_zero"])
+    if preset is None or not preset.collnet or zero < 1 or crossed.get("DP", TIERS[0]) == TIERS[0]:
+        return ""
+    return (
+        f"; SHARP unused: ZeRO {zero} syncs by reduce-scatter and all-gather, which CollNet is not priced for"
+    )
 
 
 def _with_experts(ds: xr.Dataset) -> set[str]:

@@ -215,6 +215,10 @@ def hardware_fields(hardware: Any, path: Path | str = "") -> dict[str, Any]:
                 f"{path}: hardware.preset {_shown(preset)} is not a GPU preset ({', '.join(GPUS)})"
             )
         preset = preset.lower()
+    if hardware.get("gpu") is not None and not isinstance(
+        hardware["gpu"], str
+    ):  # was dropped in silence (a hunt)
+        raise InputError(f"{path}: hardware.gpu {_shown(hardware['gpu'])} must be text, the GPU's name")
     gpu = preset or hardware.get("gpu")
     out: dict[str, Any] = {"fitted_on": gpu} if isinstance(gpu, str) and gpu else {}
     if preset:  # a GPU preset: the sweep's GPU where none is given, as a fabric preset's hosts' is
