@@ -384,6 +384,36 @@ def test_calibrate_assumes_what_grid_assumes(tmp_path):
     )
 
 
+def test_rows_on_several_gpus_are_each_priced_at_their_own_gpus_links_as_a_sweep_prices_them(tmp_path):
+    # A review: a fit of V100 and H100 rows priced the H100's at the V100's NVLink and reductions, where grid had
+    # stopped doing so.
+    from netsweep_jax.sweep.analysis.calibration_rows import Settings, build_rows
+    from netsweep_jax.sweep.engine.grid import make_grid
+    from netsweep_jax.sweep.engine.workloads import resolve_models
+
+    both = resolve_models("gpt2-xl", gpu="v100,h100", precision="amp", batch=8)
+    h100 = both[1].model
+    measured = tmp_path / "m.csv"
+    measured.write_text(
+        f"model,nodes,gpus_per_node,bandwidth,scaling_factor\n{both[0].model},2,8,100,0.8\n{h100},2,8,100,0.7\n"
+    )
+    alone = tmp_path / "a.csv"
+    alone.write_text(f"model,nodes,gpus_per_node,bandwidth,scaling_factor\n{h100},2,8,100,0.7\n")
+    said: list[str] = []
+    settings = Settings(collective="hierarchical", bucketing="ddp")
+    mixed, _, _ = build_rows(read_measurements(measured), both, both[0].model, settings, said)
+    single, _, _ = build_rows(read_measurements(alone), both[1:], h100, settings)
+    for ours, its in zip(mixed.workers, single.workers):  # each field over the rows on one axis: the H100's
+        if ours is None:
+            continue
+        ours, its = np.asarray(ours), np.asarray(its)
+        row = next(k for k, (a, b) in enumerate(zip(ours.shape, its.shape)) if (a, b) == (2, 1))
+        np.testing.assert_array_equal(np.take(ours, [1], axis=row), its)
+    grid = make_grid("gpt2-xl", gpu="v100,h100", precision="amp", batch=8, collective="hierarchical",
+                     bucketing="ddp")  # fmt: skip
+    assert "--intra-bw each GPU's NVLink (v100 1200, h100 3600 Gbit/s)" in said[0] == grid.assumed
+
+
 def test_iteration_time_reaches_a_profile_the_model_column_names(tmp_path):
     """A profile file without T1 named in the model column takes --iteration-time, as --profile's files do:
     the same fit as a t1 column of that value."""

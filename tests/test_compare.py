@@ -3,7 +3,7 @@
 import pytest
 
 from helpers import RESULTS, assert_same_file, invoke, regenerate
-from netsweep_jax.sweep.analysis.compare import compare, run
+from netsweep_jax.sweep.analysis.compare import compare, csv_text, run
 
 COMMITTED = RESULTS / "compression"
 
@@ -37,6 +37,14 @@ def test_winner_follows_from_the_times():
     it = ds.iteration_time.sel(model="resnet50", bandwidth=10).squeeze()
     assert slow.today == pytest.approx(float(it.sel(utilization=0.32, compressor="none")))
     assert slow.fixed == pytest.approx(float(it.sel(utilization=1.0, compressor="none")))
+    # its CSV parses as written, each setting to 12 digits (a hunt: 12.3457 for 12.345678, and a profile named
+    # "prof split the row in two)
+    import csv
+    import dataclasses
+
+    odd = dataclasses.replace(slow, at={"model": '"prof', "bandwidth": 12.345678})
+    (head, row) = list(csv.reader(csv_text([odd]).splitlines()))
+    assert head[:2] == ["model", "bandwidth"] and row[:2] == ['"prof', "12.345678"] and len(row) == len(head)
 
 
 def test_a_compressor_that_changes_nothing_is_never_the_best():

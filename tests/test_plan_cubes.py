@@ -386,6 +386,14 @@ def test_a_host_of_other_gpus_has_its_own_nvlink_domain_and_nics(tmp_path):
         "select", out, "--sel", "nvlink_domain=4", "--sel", "nics_per_node=4", "--vars", "tokens_per_s"
     )
     assert r.exit_code == 0 and "--nvlink-domain 4: the cube's 0, the GPU's system (4), selected" in r.output
+    # a gradient dtype's 0 as plan's rows print it, the precision's bytes (a hunt: a row's grad_bytes 4 fed back
+    # to select was refused, "it has 0")
+    r = invoke("select", out, "--sel", "grad_bytes=4", "--sel", "nvlink_domain=4", "--sel", "nics_per_node=4",
+               "--vars", "tokens_per_s")  # fmt: skip
+    assert (
+        r.exit_code == 0
+        and "--grad-bytes 4: the cube's 0, the precision's gradients (4), selected" in r.output
+    )
 
 
 def test_a_fabric_presets_host_of_other_gpus_has_its_own_nvlink_domain_and_nics():

@@ -27,12 +27,16 @@ from netsweep_jax.sweep.engine.grid import (
     nics_said,
     one_node_flat_said,
 )
+from netsweep_jax.sweep.engine.grid_options import Table
 from netsweep_jax.sweep.engine.inputs import row_inputs
 from netsweep_jax.sweep.engine.workloads import (
     FOLLOWING,
     assumed_text,
+    own_links,
+    own_table,
     refuse_mixed_stacks,
     resolve_models,
+    several_gpus,
     t1_said,
     workload_defaults,
     workload_reduce_table,
@@ -163,10 +167,13 @@ def build_rows(
                 param=name,
             )
     distinct = list({p.model: p for p in runs}.values())  # a profile per model, not per row
+    intra_rows, table_rows = _each_at_its_gpu(settings, distinct, runs)
     settings, text = _following(settings, distinct, set(meas.columns))
     # The reductions' memory rate as grid's default table says it (the GPU of the rows' models).
     table, _, reduce_said = (
-        workload_reduce_table(distinct) if settings.reduce_table is None else (settings.reduce_table, "", "")
+        workload_reduce_table(distinct, own=True)
+        if settings.reduce_table is None
+        else (settings.reduce_table, "", "")
     )
     # Names in any case, as the options' (the guide's rule).
     collectives = [_lower(c) for c in meas.column("collective", settings.collective)]
@@ -204,9 +211,22 @@ def build_rows(
         nics_per_node=meas.column("nics_per_node", default_value("nics_per_node") if nics is None else nics),
         inner={d: meas.column(d, None if d == "bandwidth" else default_value(d)) for d in INNER},
         reduce_table=table,
-        intra_bandwidth=float(settings.intra_bandwidth),  # type: ignore[arg-type]  # set by _following
+        intra_bandwidth=intra_rows or float(settings.intra_bandwidth),  # type: ignore[arg-type]
+        row_tables=table_rows,
     )
     return rows, [p.model for p in runs], features
+
+
+def _each_at_its_gpu(
+    settings: Settings, distinct: Sequence[Profile], runs: Sequence[Profile]
+) -> tuple[list[float] | None, list[Table] | None]:
+    """Each row's NVLink (Gbit/s) and reduce table where its rows' GPUs differ in them and none is given (else
+    None: the one of the settings): a fit prices rows on several GPUs each at its own GPU's, as a sweep does
+    (:attr:`~sweep.engine.grid.Grid.own_gpu`; a review: a fit had priced an H100's rows at a V100's beside
+    them). ``distinct``: the rows' profiles, one a model."""
+    links = settings.intra_bandwidth is None and several_gpus(distinct, "nvlink")
+    tables = settings.reduce_table is None and several_gpus(distinct, "hbm")
+    return [own_links(p) for p in runs] if links else None, [own_table(p) for p in runs] if tables else None
 
 
 def _rows_said(meas: Measurements, runs: Sequence[Profile], collectives: Sequence[str]) -> list[str]:
@@ -240,4 +260,4 @@ def _following(
     refuse_mixed_stacks(profiles, [k for k in chosen if k not in columns])
     # Said for the paper's CNNs too, which a sweep leaves unsaid: a fitted utilization is the collective's, and
     # compare's defaults are a transformer stack's (a hunt: 0.17 carried into compare answered another question).
-    return dataclasses.replace(settings, **chosen), assumed_text(profiles, chosen, always=True)
+    return dataclasses.replace(settings, **chosen), assumed_text(profiles, chosen, always=True, own=True)

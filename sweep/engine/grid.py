@@ -254,7 +254,9 @@ class Grid:
             "values": {k: np.asarray(v).tolist() for k, v in sorted(self.values.items())},
             "reduce": [np.asarray(t).tolist() for t in self.reduce_table],
             "intra": self.intra_bandwidth,
-            **({"own_gpu": list(self.own_gpu)} if self.own_gpu else {}),  # earlier cubes' fingerprints kept
+            # each profile's GPU sets its links then (a review: a profile file's device edited between a run and
+            # its --resume would mix blocks priced two ways); earlier cubes' fingerprints kept
+            **({"own_gpu": [*self.own_gpu, *map(priced_gpu, self.profiles)]} if self.own_gpu else {}),
             "dtype": self.dtype,
             "variables": list(self.variables),
             "store": self.store_dtype,

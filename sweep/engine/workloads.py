@@ -208,7 +208,8 @@ def assumed_text(
     for key in FOLLOWING:
         if key in chosen:
             value = chosen[key]
-            several = " for every GPU of the sweep, the slowest's" if len(set(gpus)) > 1 else ""
+            # "the slowest's" where the NVLinks differ (an H100 and an H200 share one: a review)
+            several = " for every GPU of the sweep, the slowest's" if several_gpus(profiles, "nvlink") else ""
             note = f" ({low.upper()} NVLink{several})" if key == "intra_bandwidth" else ""
             if key == "intra_bandwidth" and own and several_gpus(profiles, "nvlink"):
                 parts.append(

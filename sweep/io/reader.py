@@ -29,7 +29,7 @@ from netsweep_jax.sweep.io.integrity import (
 )
 from netsweep_jax.sweep.io.paths import PARTIAL_SUFFIX, held_open, holder
 from netsweep_jax.sweep.model.compressors import parse_compressors
-from netsweep_jax.sweep.model.compute import GPUS, system_settings
+from netsweep_jax.sweep.model.compute import GPUS, PRECISIONS, system_settings
 
 EXPECTED = "expected a cube from sweep grid, sweep plan or sweep need --out"
 
@@ -335,7 +335,13 @@ def _as_shown(have: np.ndarray, value: Any) -> Any:
 
 def stands_for(ds: xr.Dataset, dim: str) -> float | None:
     """What a layout cube's 0 along ``dim`` stands for (the GPU's system's NIC rate, NICs, GPUs a host, NVLink:
-    :func:`~sweep.model.compute.system_settings`) where the cube's GPUs' systems share it; else None."""
+    :func:`~sweep.model.compute.system_settings`; a gradient dtype's, the precision's main-gradient bytes, as
+    ``sweep plan``'s rows print it: a hunt, ``--sel grad_bytes=4`` from a plan's JSON row refused) where the cube's
+    GPUs' systems (precisions) share it; else None."""
+    if dim == "grad_bytes" and dim in family_of(ds.attrs).derived_zero and "precision" in ds.coords:
+        precisions = {str(p) for p in ds["precision"].values.ravel()}
+        kinds = {PRECISIONS[p].main_grad_bytes for p in precisions if p in PRECISIONS}
+        return kinds.pop() if len(kinds) == 1 and precisions <= set(PRECISIONS) else None
     if dim not in family_of(ds.attrs).derived_zero or "gpu" not in ds.coords:
         return None
     gpus = [str(g) for g in ds["gpu"].values.ravel()]
@@ -361,7 +367,8 @@ def _system_zero(
     for v in values:
         if not np.any(have == v) and float(v) == system:
             if say is not None:
-                say(f"{option} {v:g}: the cube's 0, the GPU's system ({v:g}), selected")
+                whose = "the precision's gradients" if dim == "grad_bytes" else "the GPU's system"
+                say(f"{option} {v:g}: the cube's 0, {whose} ({v:g}), selected")
             v = have[have == 0][0]
         out.append(v)
     return out
