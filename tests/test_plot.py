@@ -323,3 +323,8 @@ def test_figures_a_hunt_found_hard_to_read_name_and_scale_what_they_draw():
     # a validation figure's axes hold every point (a user's scaling factors of 0.15-0.3 were off the axes)
     assert square_limits([0.15, 0.92], [np.array([0.2, np.nan])]) == (0.13, 1.02)
     assert square_limits([0.5, 0.9], [np.array([0.6, 1.1])]) == (0.4, 1.12)
+    # a name that says its unit is not followed by it again ("tokens trained per second [1/s]")
+    from netsweep_jax.sweep.analysis.plot import label
+
+    rate = xr.DataArray([1.0], attrs={"units": "1/s", "long_name": "tokens trained per second"})
+    assert label(rate) == "tokens trained per second" and label(ds["iteration_time"]) == "iteration_time [s]"

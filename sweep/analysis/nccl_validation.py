@@ -1174,20 +1174,48 @@ def figure(v: Validation, out: Path, overwrite: bool = True) -> Path:
         meas = np.array([v.rows[i].busbw for i in idx], float)
         pred = v.predicted[idx]
         sc = v.scored[idx]
-        ax.plot(b, pred, "-", color="C1", lw=1.2, label="predicted")
+        # a curve of several host counts at one size: its predictions as points (a line joined 4 and 8 hosts'
+        # at one size upright, a hunt)
+        joined = "-" if len(np.unique(b)) == len(b) else "x"
+        ax.plot(b, pred, joined, color="C1", lw=1.2, ms=4, label="predicted")
         ax.plot(b[sc], meas[sc], "o", color="C0", ms=3, label="measured")
         low = ~sc & (meas > 0)  # measured, but under the scored resolution (a printed 0.00 is not drawn)
-        ax.plot(b[low], meas[low], "o", mfc="none", color="C0", ms=3)
+        ax.plot(b[low], meas[low], "o", mfc="none", color="C0", ms=3, label="measured, not scored")
         ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
+        drawn = np.concatenate([pred, meas[meas > 0]])
+        drawn = drawn[np.isfinite(drawn) & (drawn > 0)]
+        # log where the curve spans a decade; else linear from 0: within a few percent a log axis labelled its
+        # minor ticks (6.675x10^2 ...) into the next panel and drew a 5% miss as large as a factor of ten (a hunt)
+        if drawn.size and drawn.max() / drawn.min() >= 10:
+            ax.set_yscale("log")
+        elif drawn.size:
+            ax.set_ylim(0, 1.08 * float(drawn.max()))
         role = "train" if v.train[idx[0]] else "held out"
         ax.set_title(f"{curve} ({role})", fontsize=7, pad=2)
         # Minor ticks too: a log axis spanning less than a decade labels them, and in the default font they ran
         # over one another.
         ax.tick_params(which="both", labelsize=6)
         ax.grid(alpha=0.3)
-        if k == 0:
-            ax.legend(fontsize=6)
+        if k == 0:  # every kind of mark named, whether or not the first panel has it
+            from matplotlib.lines import Line2D
+
+            ax.legend(
+                handles=[
+                    Line2D([], [], color="C1", lw=1.2, label="predicted"),
+                    Line2D([], [], ls="none", marker="o", color="C0", ms=3, label="measured"),
+                    Line2D(
+                        [],
+                        [],
+                        ls="none",
+                        marker="o",
+                        mfc="none",
+                        color="C0",
+                        ms=3,
+                        label="measured, not scored",
+                    ),
+                ],
+                fontsize=6,
+            )
         if k % cols == 0:
             ax.set_ylabel("busbw GB/s", fontsize=7)
         if k >= len(curves) - cols:
