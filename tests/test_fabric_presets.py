@@ -729,6 +729,7 @@ def test_a_sharp_fabrics_tier_line_says_where_zero_leaves_sharp_unused():
         _sharp_unused("dgx-h100-superpod-sharp", {"layout_zero": 0.0}, across) == ""
     )  # its all-reduce: SHARP's
     assert _sharp_unused("dgx-h100-superpod", {"layout_zero": 1.0}, across) == ""  # no SHARP to leave unused
-    assert (
-        _sharp_unused("dgx-h100-superpod-sharp", {"layout_zero": 3.0}, {"DP": "NVLink"}) == ""
-    )  # inside hosts
+    inside = {"DP": "NVLink"}
+    assert _sharp_unused("dgx-h100-superpod-sharp", {"layout_zero": 3.0}, inside) == ""  # inside hosts
+    # a mixture of experts whose expert DP alone crosses hosts (a review)
+    assert _sharp_unused("dgx-h100-superpod-sharp", {"layout_zero": 1.0}, {**inside, "expert DP": "leaf"})

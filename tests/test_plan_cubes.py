@@ -394,6 +394,9 @@ def test_a_host_of_other_gpus_has_its_own_nvlink_domain_and_nics(tmp_path):
         r.exit_code == 0
         and "--grad-bytes 4: the cube's 0, the precision's gradients (4), selected" in r.output
     )
+    r = invoke("select", out, "--sel", "grad_bytes=2", "--nearest", "--sel", "nvlink_domain=4", "--sel",
+               "nics_per_node=4", "--vars", "tokens_per_s")  # fmt: skip
+    assert "the nearest, 0 (the precision's gradients, 4), selected" in r.output, r.output
 
 
 def test_a_fabric_presets_host_of_other_gpus_has_its_own_nvlink_domain_and_nics():

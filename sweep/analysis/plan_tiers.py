@@ -76,7 +76,9 @@ def _sharp_unused(fabric: str, row: dict, crossed: dict[str, str]) -> str:
     -sharp preset's plan equal to the plain one's reads as SHARP being worthless (a hunt)."""
     preset = FABRICS.get(fabric)
     zero = int(row["layout_zero"])
-    if preset is None or not preset.collnet or zero < 1 or crossed.get("DP", TIERS[0]) == TIERS[0]:
+    # DP's, or a mixture of experts' expert DP where it alone crosses hosts (a review)
+    across = any(crossed.get(kind, TIERS[0]) != TIERS[0] for kind in ("DP", "expert DP"))
+    if preset is None or not preset.collnet or zero < 1 or not across:
         return ""
     return (
         f"; SHARP unused: ZeRO {zero} syncs by reduce-scatter and all-gather, which CollNet is not priced for"

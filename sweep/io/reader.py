@@ -305,10 +305,11 @@ def _nearest(
     option: str,
     picked: Callable[[str], None] | None,
     system: float | None = None,
+    whose: str = "the GPU's system",
 ) -> list[Any]:
     """The coordinates of ``have`` nearest each value (once each), each pick that is not the value said; a
-    layout cube's 0 said with the GPU's system's value it stands for (``system``: the table shows that value,
-    where the pick had been said as 0, a hunt)."""
+    layout cube's 0 said with the value it stands for (``system``, ``whose``: the table shows that value, where
+    the pick had been said as 0, a hunt)."""
     out: list[Any] = []
     numbers = have.astype(np.float64)
     for v in values:
@@ -316,7 +317,7 @@ def _nearest(
         inside = min(max(float(v), float(numbers.min())), float(numbers.max()))
         c = have[int(np.argmin(np.abs(numbers - inside)))]
         if c != v and picked is not None:
-            stands = f" (the GPU's system, {system:g})" if c == 0 and system is not None else ""
+            stands = f" ({whose}, {system:g})" if c == 0 and system is not None else ""
             picked(f"{option} {v:g}: not in the cube; the nearest, {c:.12g}{stands}, selected")
         if not any(c == o for o in out):
             out.append(c)
@@ -331,6 +332,12 @@ def _as_shown(have: np.ndarray, value: Any) -> Any:
         return value
     shown = [h for h in have if digits12(h) == digits12(value)]
     return shown[0] if len(shown) == 1 else value
+
+
+def whose_zero(dim: str) -> str:
+    """What a layout cube's 0 along ``dim`` stands for, in words: a gradient dtype's, the precision's; the
+    others', the GPU's system's (:func:`stands_for`)."""
+    return "the precision's gradients" if dim == "grad_bytes" else "the GPU's system"
 
 
 def stands_for(ds: xr.Dataset, dim: str) -> float | None:
@@ -367,8 +374,7 @@ def _system_zero(
     for v in values:
         if not np.any(have == v) and float(v) == system:
             if say is not None:
-                whose = "the precision's gradients" if dim == "grad_bytes" else "the GPU's system"
-                say(f"{option} {v:g}: the cube's 0, {whose} ({v:g}), selected")
+                say(f"{option} {v:g}: the cube's 0, {whose_zero(dim)} ({v:g}), selected")
             v = have[have == 0][0]
         out.append(v)
     return out
@@ -384,7 +390,9 @@ def as_coordinates(
     have = ds[dim].values
     values = _system_zero(ds, dim, have, list(values), option, say)
     system = stands_for(ds, dim) if np.any(have == 0) else None
-    return _nearest(have, values, option, say, system) if nearest else [_as_shown(have, v) for v in values]
+    if nearest:
+        return _nearest(have, values, option, say, system, whose_zero(dim))
+    return [_as_shown(have, v) for v in values]
 
 
 def why_no_dim(ds: xr.Dataset, dim: str) -> str:
@@ -472,7 +480,7 @@ def _selection(
                 system = stands_for(ds, dim) if numeric else None
                 listed = ", ".join(
                     f"{h:.12g}"
-                    + (f" (= the GPU's system, {system:g})" if h == 0 and system is not None else "")
+                    + (f" (= {whose_zero(dim)}, {system:g})" if h == 0 and system is not None else "")
                     if numeric
                     else str(h)
                     for h in have
