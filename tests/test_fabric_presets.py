@@ -733,3 +733,18 @@ def test_a_sharp_fabrics_tier_line_says_where_zero_leaves_sharp_unused():
     assert _sharp_unused("dgx-h100-superpod-sharp", {"layout_zero": 3.0}, inside) == ""  # inside hosts
     # a mixture of experts whose expert DP alone crosses hosts (a review)
     assert _sharp_unused("dgx-h100-superpod-sharp", {"layout_zero": 1.0}, {**inside, "expert DP": "leaf"})
+
+
+def test_a_data_parallel_sweep_says_from_which_oversubscription_the_spine_slows_its_all_reduce():
+    # A hunt: a SuperPOD's spine at 2:1 or 4:1 changed no data-parallel answer, and grid never said why (a ring
+    # leaves a leaf at its ends only: 1 / f = 32 there); sweep plan's tier lines say it of each layout.
+    from netsweep_jax.sweep.engine.grid import make_grid
+
+    def said(over: float, nodes: str) -> str:
+        grid = make_grid("bert-large", fabric="dgx-h100-superpod", oversubscription=over, nodes=nodes)
+        return next((p for p in grid.assumed.split("; ") if p.startswith(f"spine {over:g}:1")), "")
+
+    assert said(4, "16,64").endswith("the spine slows it past 32:1 at the earliest, so 4:1 slows none of it")
+    assert said(64, "64").endswith("so 64:1 slows it")
+    assert said(4, "8") == "spine 4:1: no sweep of more hosts than a leaf's 32, so none crosses it"
+    assert said(1, "64") == ""  # the spine as built, non-blocking: nothing to say

@@ -394,7 +394,7 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
                 *profiles_said(profiles, compresses, bucketings, values),
                 *_given_unread(collectives, bucketings, values, options),
             )
-            + _fabric_said(collectives, fabric, (*said, forced))
+            + _fabric_said(collectives, fabric, (*said, forced, _spine_said(fabric, values)))
         ),
         fabric,
         _own_gpu(profiles, "intra_bandwidth" in chosen, o["reduce_table"] is None),
@@ -735,6 +735,34 @@ def _fabric_said(
         NCCL_SAID.format(constants),
         *said,
         fabric.describe if fabric is not None else "",
+    )
+
+
+def _spine_said(fabric: SweepFabric | None, values: Mapping[str, np.ndarray]) -> str:
+    """Where the spine is held at another oversubscription O than 1:1, from which O it slows the sweep's
+    all-reduce at the earliest, 1 / f over its node counts wider than a leaf (f: the share of a leaf's NIC ports
+    the ring sends out of it, :func:`kernels.layout_collectives.spine_load`, the kernel's own rule; a ring leaves
+    a leaf at its ends only), and whether O does: a SuperPOD's 2:1 and 4:1 had changed no answer, unsaid (a hunt;
+    ``sweep plan``'s tier lines say it of each layout)."""
+    if fabric is None or fabric.leaf_hosts <= 0 or fabric.rail_only or fabric.oversubscription == 1:
+        return ""
+    from netsweep_jax.kernels import nccl
+    from netsweep_jax.kernels.layout_collectives import spine_load
+
+    leaf, over = fabric.leaf_hosts, fabric.oversubscription
+    past = [
+        1.0 / float(spine_load(n * g, 1.0, nccl.ALL_REDUCE, n * g, g, k, fabric.domain_of(n * g), leaf))
+        for n in values["nodes"]
+        if n > leaf
+        for g in values["gpus_per_node"]
+        for k in values["nics_per_node"]
+    ]
+    if not past:
+        return f"spine {over:g}:1: no sweep of more hosts than a leaf's {leaf:g}, so none crosses it"
+    slows = "slows it" if over > min(past) else "slows none of it"
+    return (
+        f"spine {over:g}:1: the all-reduce's ring leaves a leaf at its ends only, and the spine slows it past "
+        f"{min(past):.4g}:1 at the earliest, so {over:g}:1 {slows}"
     )
 
 
