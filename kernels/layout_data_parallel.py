@@ -140,10 +140,10 @@ def data_parallel_exposed(
     n_one, n_end = n_first + jnp.where(is_one, mtp, 0.0), n_last + mtp
     dp_sync = exposed(n_one, True, is_one, 0.0)
     dp_sync = jnp.maximum(dp_sync, jnp.where(exists[1], exposed(n_mid, False, False, n_mid * beta), 0.0))
-    dp_sync = jnp.maximum(
-        dp_sync, jnp.where(exists[2], exposed(n_end, False, True, (p - 1.0) * n_end * beta), 0.0)
-    )
-    dp_sync = jnp.where((zero >= 3) | (dp_group <= 1), 0.0, dp_sync)
+    last = jnp.where(exists[2], exposed(n_end, False, True, (p - 1.0) * n_end * beta), 0.0)
+    dp_sync = jnp.maximum(dp_sync, last)
+    # none where neither group has two GPUs (expert DP's alone at dp x cp 1: a review, TP 4 of EP 1 priced none)
+    dp_sync = jnp.where((zero >= 3) | ((dp_group <= 1) & (expert_dp <= 1)), 0.0, dp_sync)
     # The first stage holds the embedding (and, alone in the pipeline, an untied output layer); the last
     # holds the output layer (Megatron keeps a copy of tied embeddings there). Dense parameters are sharded
     # over the dp x cp GPUs, expert parameters over the expert data-parallel group (Megatron-Core's

@@ -1164,7 +1164,7 @@ def layout_step(arch, dev, lay):
     gamma_embed = reduce(embed * dev["grad_bytes"], group, t)
     beta = bwd + recompute + tp_bwd + cp_bwd + ep_layer / 2
     dp_sync = 0.0
-    if zero < 3 and group > 1:
+    if zero < 3 and (group > 1 or expert_dp > 1):
         for i, n in enumerate(counts):
             n = n + (D if i == p - 1 else 0)  # the MTP depths' layers
             clock, end = 0.0, 0.0

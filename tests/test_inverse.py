@@ -97,8 +97,9 @@ def test_an_unreachable_answer_says_the_most_the_axis_gives_or_that_it_moves_not
     # no link rate reaches it: what bounds it said under the table (a hunt: NVLink's bound read as the NICs')
     table = answer_table(solve("vgg16", target=0.9999, axis="bandwidth", latency=1000))
     assert "unreachable (> 1e+06 Gbit/s: at most " in table
-    assert table.endswith("\nunreachable at any --bw: the rest of the step bounds it, all but the link rate (its "
-                          "compute, latency, the reductions, overheads, NVLink where a collective crosses it)")  # fmt: skip
+    assert table.endswith("\nunreachable at any --bw: all but the link rate bounds it (the compute it must hide "
+                          "behind, latency, the reductions, overheads, NVLink where a collective crosses it: "
+                          "--intra-bw)")  # fmt: skip
     assert float(rounded(high, up=False)) <= high  # a ceiling shown rounded down, never above what is reached
     assert answer_text(np.nan, UNREACHABLE, "bandwidth", (0.9966, 0.9966)) == (
         "unreachable (does not change the scaling factor, 0.9966)"

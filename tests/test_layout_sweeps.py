@@ -920,3 +920,15 @@ def test_a_plans_step_keeps_three_significant_digits_and_no_exponent():
     # 3.5 beside 3.48 read as less precise, and a 1234 s step as 1.23e+03.
     cases = {3.5: "3.50", 3.48: "3.48", 10.0: "10.0", 1234.4: "1234", 0.0123: "0.0123", 0.5: "0.500"}
     assert {value: _seconds(value) for value in cases} == cases
+
+
+def test_a_mixture_of_experts_at_dp_one_still_reduces_its_expert_gradients():
+    # A review: TP 4 of EP 1 on 4 GPUs (dp x cp 1, expert DP 4 over 2 hosts) priced no gradient reduction at all,
+    # the dense group's size masking the expert one's.
+    from netsweep_jax.sweep import evaluate_layouts
+
+    one = dict(tp=4, ep=1, expert_tp=1, gpus=4, global_batch=8, gpus_per_node=2, sequence_parallel=1, pp=1,
+               cp=1, micro_batch=1, recompute="none", bandwidth="100,400")  # fmt: skip
+    ds = evaluate_layouts("qwen3-30b-a3b", zero=0, **one)
+    synced = ds.dp_exposed.squeeze().values
+    assert synced[0] > synced[1] > 0  # its all-reduce, slower on slower links

@@ -1196,30 +1196,25 @@ def figure(v: Validation, out: Path, overwrite: bool = True) -> Path:
         # over one another.
         ax.tick_params(which="both", labelsize=6)
         ax.grid(alpha=0.3)
-        if k == 0:  # every kind of mark named, whether or not the first panel has it
-            from matplotlib.lines import Line2D
-
-            ax.legend(
-                handles=[
-                    Line2D([], [], color="C1", lw=1.2, label="predicted"),
-                    Line2D([], [], ls="none", marker="o", color="C0", ms=3, label="measured"),
-                    Line2D(
-                        [],
-                        [],
-                        ls="none",
-                        marker="o",
-                        mfc="none",
-                        color="C0",
-                        ms=3,
-                        label="measured, not scored",
-                    ),
-                ],
-                fontsize=6,
-            )
         if k % cols == 0:
             ax.set_ylabel("busbw GB/s", fontsize=7)
         if k >= len(curves) - cols:
             ax.set_xlabel("bytes", fontsize=7)
+    # every kind of mark named once, in the grid's first empty slot where it has one (over the first panel it
+    # covered its points), whether or not a panel has it
+    from matplotlib.lines import Line2D
+
+    marks = [
+        Line2D([], [], color="C1", lw=1.2, label="predicted"),
+        Line2D([], [], ls="none", marker="o", color="C0", ms=3, label="measured"),
+        Line2D([], [], ls="none", marker="o", mfc="none", color="C0", ms=3, label="measured, not scored"),
+        Line2D([], [], ls="none", marker="x", color="C1", ms=4, label="predicted, hosts apart at one size"),
+    ]
+    if len(curves) < rows * cols:
+        fig.add_subplot(rows, cols, len(curves) + 1).set_axis_off()
+        fig.axes[-1].legend(handles=marks, fontsize=7, loc="center")
+    else:
+        fig.axes[0].legend(handles=marks, fontsize=6, loc="upper left")
     # Fixed margins, kept as they are: tight_layout over some thirty axes, or cropping to them, costs seconds.
     fig.subplots_adjust(left=0.045, right=0.995, bottom=0.035, top=0.985, wspace=0.25, hspace=0.45)
     return save(fig, out, overwrite=overwrite, tight=False)

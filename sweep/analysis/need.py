@@ -519,8 +519,8 @@ def answer_table(ds: xr.Dataset, given: Collection[str] = ()) -> str:
     shown = df[varying + ["answer"]].rename(columns={d: _headed(str(d)) for d in varying})
     # what bounds an answer no NIC rate reaches (a hunt: at most 0.8971 at 1e6 Gbit/s, bound by NVLink, unsaid)
     beyond = (
-        "\nunreachable at any --bw: the rest of the step bounds it, all but the link rate (its compute, latency, "
-        "the reductions, overheads, NVLink where a collective crosses it)"
+        "\nunreachable at any --bw: all but the link rate bounds it (the compute it must hide behind, latency, the "
+        "reductions, overheads, NVLink where a collective crosses it: --intra-bw)"
         if axis == "bandwidth" and (df["status"] == UNREACHABLE).any()
         else ""
     )

@@ -38,7 +38,9 @@ def label(da: xr.DataArray) -> str:
     units = da.attrs.get("units", "")
     name = da.attrs.get("long_name", da.name)
     # "tokens trained per second [1/s]": the name says its unit already (a hunt)
-    said = units in ("", "1") or (units == "1/s" and str(name).endswith("per second"))
+    said = units in ("", "1") or (
+        units == "1/s" and "per second" in str(name)
+    )  # "max of ... per second over"
     text = str(name) if said else f"{name} [{units}]"
     return textwrap.fill(text, LABEL_LINE, break_long_words=False, break_on_hyphens=False)
 

@@ -195,7 +195,7 @@ def _hosts(document: dict, path: Path | str = "") -> float | None:
 def hardware_fields(hardware: Any, path: Path | str = "") -> dict[str, Any]:
     """What a file records of its hosts (``hardware``: ``gpu``/``preset``, ``nics_per_node``, ``nic_gbps``, and
     ``gpus_per_node`` where calibrate was given the hosts) as
-    :class:`FabricConstants`' fields: ``fitted_on`` the GPU (its account, any text: refused only where no text), and the NICs where it
+    :class:`FabricConstants`' fields: ``fitted_on`` the GPU (its account: any text, empty dropped; not text refused), and the NICs where it
     records both (a one-host log records none), which become a sweep's --nics-per-node and --bw where not given,
     so a recorded value a sweep could not take is refused, naming the file and its key."""
     if hardware is None:
