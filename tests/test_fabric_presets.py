@@ -745,6 +745,12 @@ def test_a_data_parallel_sweep_says_from_which_oversubscription_the_spine_slows_
         return next((p for p in grid.assumed.split("; ") if p.startswith(f"spine {over:g}:1")), "")
 
     assert said(4, "16,64").endswith("the spine slows it past 32:1 at the earliest, so 4:1 slows none of it")
-    assert said(64, "64").endswith("so 64:1 slows it")
+    assert said(64, "64").endswith("so 64:1 can slow it")
+    # hosts of 4 GPUs in the preset's 8-GPU domains: each host's own domain, as the kernel takes it (a review: the
+    # job's GPUs as a host's had halved the threshold, 16:1)
+    grid = make_grid(
+        "bert-large", fabric="dgx-h100-superpod", oversubscription=20, nodes="16,64", gpus_per_node=4
+    )
+    assert "past 32:1 at the earliest, so 20:1 slows none of it" in grid.assumed
     assert said(4, "8") == "spine 4:1: no sweep of more hosts than a leaf's 32, so none crosses it"
     assert said(1, "64") == ""  # the spine as built, non-blocking: nothing to say

@@ -32,11 +32,11 @@ from netsweep_jax.sweep.engine.inputs import row_inputs
 from netsweep_jax.sweep.engine.workloads import (
     FOLLOWING,
     assumed_text,
+    own_gpu,
     own_links,
     own_table,
     refuse_mixed_stacks,
     resolve_models,
-    several_gpus,
     t1_said,
     workload_defaults,
     workload_reduce_table,
@@ -224,9 +224,11 @@ def _each_at_its_gpu(
     None: the one of the settings): a fit prices rows on several GPUs each at its own GPU's, as a sweep does
     (:attr:`~sweep.engine.grid.Grid.own_gpu`; a review: a fit had priced an H100's rows at a V100's beside
     them). ``distinct``: the rows' profiles, one a model."""
-    links = settings.intra_bandwidth is None and several_gpus(distinct, "nvlink")
-    tables = settings.reduce_table is None and several_gpus(distinct, "hbm")
-    return [own_links(p) for p in runs] if links else None, [own_table(p) for p in runs] if tables else None
+    own = own_gpu(distinct, settings.intra_bandwidth is None, settings.reduce_table is None)
+    return (
+        [own_links(p) for p in runs] if "intra" in own else None,
+        [own_table(p) for p in runs] if "reduce" in own else None,
+    )
 
 
 def _rows_said(meas: Measurements, runs: Sequence[Profile], collectives: Sequence[str]) -> list[str]:

@@ -49,13 +49,13 @@ from netsweep_jax.sweep.engine.workloads import (
     assumed_text,
     gpu_of,
     is_transformer,
+    own_gpu,
     own_links,
     own_table,
     priced_gpu,
     profiles_said,
     refuse_mixed_stacks,
     resolve_models,
-    several_gpus,
     takes_workload,
     workload_defaults,
     workload_reduce_table,
@@ -397,7 +397,7 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
             + _fabric_said(collectives, fabric, (*said, forced, _spine_said(fabric, values)))
         ),
         fabric,
-        _own_gpu(profiles, "intra_bandwidth" in chosen, o["reduce_table"] is None),
+        own_gpu(profiles, "intra_bandwidth" in chosen, o["reduce_table"] is None),
     )
 
 
@@ -406,15 +406,6 @@ def _refuse_repeated_names(profiles: Sequence[Profile]) -> None:
     names = [p.model for p in profiles]
     if len(set(names)) != len(names):
         raise InputError(f"{', '.join(names)}: names repeat; each profile needs its own name", param="model")
-
-
-def _own_gpu(profiles: Sequence[Profile], links: bool, table: bool) -> tuple[str, ...]:
-    """:attr:`Grid.own_gpu`: each profile its own GPU's NVLink (``links``: no ``--intra-bw`` given) and reduce
-    table (``table``: none given), each where the profiles' GPUs differ in it."""
-    return (
-        *(("intra",) if links and several_gpus(profiles, "nvlink") else ()),
-        *(("reduce",) if table and several_gpus(profiles, "hbm") else ()),
-    )
 
 
 FSDP_ACCUMULATION = "fsdp with accum > 1: gradient accumulation is modelled for all-reduce schedules only"
@@ -751,7 +742,7 @@ def _spine_said(fabric: SweepFabric | None, values: Mapping[str, np.ndarray]) ->
 
     leaf, over = fabric.leaf_hosts, fabric.oversubscription
     past = [
-        1.0 / float(spine_load(n * g, 1.0, nccl.ALL_REDUCE, n * g, g, k, fabric.domain_of(n * g), leaf))
+        1.0 / float(spine_load(n * g, 1.0, nccl.ALL_REDUCE, n * g, g, k, fabric.domain_of(g), leaf))
         for n in values["nodes"]
         if n > leaf
         for g in values["gpus_per_node"]
@@ -759,10 +750,12 @@ def _spine_said(fabric: SweepFabric | None, values: Mapping[str, np.ndarray]) ->
     ]
     if not past:
         return f"spine {over:g}:1: no sweep of more hosts than a leaf's {leaf:g}, so none crosses it"
-    slows = "slows it" if over > min(past) else "slows none of it"
+    low = float(f"{min(past):.4g}")  # as said (float32's 17.99999987 is 18: a review)
+    # past 1 / f at the earliest: where NCCL's channels run below their NICs' share, later (a review)
+    slows = "can slow it" if over > low else "slows none of it"
     return (
         f"spine {over:g}:1: the all-reduce's ring leaves a leaf at its ends only, and the spine slows it past "
-        f"{min(past):.4g}:1 at the earliest, so {over:g}:1 {slows}"
+        f"{low:g}:1 at the earliest, so {over:g}:1 {slows}"
     )
 
 

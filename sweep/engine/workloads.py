@@ -125,6 +125,16 @@ def several_gpus(profiles: Sequence[Profile], rate: str) -> bool:
     return len({getattr(GPUS[priced_gpu(p)], rate) for p in profiles}) > 1
 
 
+def own_gpu(profiles: Sequence[Profile], links: bool, table: bool) -> tuple[str, ...]:
+    """What each of ``profiles`` takes of its own GPU (:attr:`~sweep.engine.grid.Grid.own_gpu`, and a fit's rows
+    alike): ``"intra"`` its NVLink (``links``: no ``--intra-bw`` given), ``"reduce"`` its reduce table (``table``:
+    none given), each where the profiles' GPUs differ in it."""
+    return (
+        *(("intra",) if links and several_gpus(profiles, "nvlink") else ()),
+        *(("reduce",) if table and several_gpus(profiles, "hbm") else ()),
+    )
+
+
 def _each_gpu(profiles: Sequence[Profile], value: Any) -> str:
     """``v100 1200, h100 3600``: each GPU of ``profiles`` and ``value(gpu)``, once each, in order."""
     return ", ".join(f"{g} {value(g)}" for g in dict.fromkeys(priced_gpu(p) for p in profiles))
