@@ -7,7 +7,8 @@ beta_b one layer's backward as the pipeline paces it (:mod:`kernels.layout_pipel
 Data parallelism (the paper's model, per stage): during the last micro-batch's
 backward, each layer's gradients (grad_bytes per parameter) become ready in turn and
 are reduced in FIFO order over the D c data-parallel GPUs (expert gradients over
-their expert data-parallel group, D c t / (e etp)), an all-reduce at ZeRO 0 and a reduce-scatter at ZeRO 1/2. For a run of n
+their expert data-parallel group, D c t / (e etp); none where neither group holds two GPUs), an all-reduce at
+ZeRO 0 and a reduce-scatter at ZeRO 1/2. For a run of n
 identical layers, ready every beta_b seconds from time s0, with per-layer reduction
 time gamma and the previous reduction ending at F, the recurrence
 end_i = max(end_{i-1}, s0 + i beta_b) + gamma ends at

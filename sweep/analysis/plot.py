@@ -223,15 +223,20 @@ def _spans_decades(values: np.ndarray, coordinate: xr.DataArray) -> bool:
     return str(coordinate.attrs.get("units", "")) not in ("", "1") or v.max() > 1
 
 
+def _slant_names(ax: Axes, count: int) -> None:
+    """An x axis of more than three names slanted, each ending under its tick (upright, they ran together)."""
+    if count > 3:
+        ax.tick_params(axis="x", labelrotation=30)
+        for text in ax.get_xticklabels():
+            text.set_horizontalalignment("right")
+
+
 def _ticks_at_values(ax: Axes, values: np.ndarray, named: bool) -> None:
     """An x axis of at most :data:`FEW_TICKS` values labelled at each one (one bandwidth read 9.45 ... 10.5,
     GPU counts 16, 64, 256 were ticked 50, 100, ..., node counts on a log axis 10 and 100 alone: hunts), names
     slanted where several; more numbers, whole ones ticked at whole numbers (node counts read 1.2, 1.4, ...)."""
     if named:
-        if len(values) > 3:
-            ax.tick_params(axis="x", labelrotation=30)
-            for text in ax.get_xticklabels():
-                text.set_horizontalalignment("right")
+        _slant_names(ax, len(values))
         return
     at = np.log(np.sort(values)) if ax.get_xscale() == "log" else np.sort(values)
     span = float(at[-1] - at[0]) if len(at) > 1 else 0.0
@@ -289,10 +294,8 @@ def heatmap(
                 for t in ticks[idx]
             ],
         )
-    if da[x].dtype.kind not in "iuf" and da.sizes[x] > 3:
-        ax.tick_params(axis="x", labelrotation=30)
-        for text in ax.get_xticklabels():
-            text.set_horizontalalignment("right")
+    if da[x].dtype.kind not in "iuf":
+        _slant_names(ax, da.sizes[x])
     missing = bool(np.isnan(np.asarray(da.values, np.float64)).any())
     if missing:
         ax.patch.set(**HATCHED)

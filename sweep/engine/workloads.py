@@ -70,7 +70,7 @@ def workload_defaults(profiles: Sequence[Profile]) -> tuple[dict[str, Any], str]
     ``ring`` and Horovod fusion (the paper's CNNs keep the paper's model).
     """
     gpus = [priced_gpu(p) for p in profiles]
-    links = {g: GPUS[g].nvlink * 8 / 1e9 for g in gpus}
+    links = {g: gpu_links(g) for g in gpus}
     gpu = min(links, key=lambda g: links[g]) if links else "v100"
     transformers = bool(profiles) and all(is_transformer(p) for p in profiles)
     values = {
@@ -109,9 +109,14 @@ def refuse_mixed_stacks(profiles: Sequence[Profile], unset: Collection[str]) -> 
     )
 
 
+def gpu_links(gpu: str) -> float:
+    """A GPU preset's NVLink rate, Gbit/s one direction, as ``--intra-bw`` takes it."""
+    return GPUS[gpu].nvlink * 8 / 1e9
+
+
 def own_links(profile: Profile) -> float:
     """The NVLink rate (Gbit/s, one direction) of the GPU ``profile`` is priced on (:func:`priced_gpu`)."""
-    return GPUS[priced_gpu(profile)].nvlink * 8 / 1e9
+    return gpu_links(priced_gpu(profile))
 
 
 def own_table(profile: Profile) -> Table:
@@ -223,7 +228,7 @@ def assumed_text(
             note = f" ({low.upper()} NVLink{several})" if key == "intra_bandwidth" else ""
             if key == "intra_bandwidth" and own and several_gpus(profiles, "nvlink"):
                 parts.append(
-                    f"{FLAGS[key]} each GPU's NVLink ({_each_gpu(profiles, lambda g: show(GPUS[g].nvlink * 8 / 1e9))} Gbit/s)"
+                    f"{FLAGS[key]} each GPU's NVLink ({_each_gpu(profiles, lambda g: show(gpu_links(g)))} Gbit/s)"
                 )
                 continue
             parts.append(
