@@ -42,14 +42,15 @@ all-reduce's bytes (N/2 on a ring) and decodes each of the N payloads. Encoding
 and every later gradient; decoding (D_b once, U_b per received payload) ends the
 bucket's communication:
 
-    n_b            = gather ? N : 1,   m_b = gather ? spread : 1
+    n_b            = gather ? N : 1,   m_b = gather ? spread : 1,   L_b = gather ? L_g : L
     ready'_b       = k * ready_b + E_1 + ... + E_b
-    duration_b     = alpha * m_b * P_b + rounds * L * latency + F_b + D_b + n_b * U_b
-                     (pipelined: max(net m_b P_b, intra m_b P_b, F_b) + rounds L latency + D_b + n_b U_b)
+    duration_b     = alpha * m_b * P_b + rounds * L_b * latency + F_b + D_b + n_b * U_b
+                     (pipelined: max(net m_b P_b, intra m_b P_b, F_b) + rounds L_b latency + D_b + n_b U_b)
     iteration_time = k * K * T1 + sum_b E_b + exposed_comm + multi * overhead,
                      exposed_comm from R'_last = k R_last + sum_b E_b
 
-with F_b the reduction of the payload (0 for an all-gather). ``time_to_accuracy``
+with F_b the reduction of the payload (0 for an all-gather) and L_g the all-gather's own message steps
+(``gather_messages``: N - 1 on a ring, half the all-reduce's). ``time_to_accuracy``
 is ``factor`` (the iterations the compressor needs relative to none) times the
 iteration time over that of the same configuration with no compression at all
 (payload = bytes, no codec, ratio 1). With compressor ``none`` every term above is
@@ -148,6 +149,7 @@ class Workers(NamedTuple):
         oversubscription; 1.0: rail-only) and :class:`kernels.nccl.Constants`' six; the NICs' rate is the
         configuration's ``bandwidth`` as NCCL's search reads it, each channel across nodes at most
         ``utilization`` of its share (:func:`nccl_durations`).
+      gather_messages: L_g, the all-gather's message steps (compression only; N - 1 on a ring).
     """
 
     transfer: jax.Array
@@ -162,6 +164,7 @@ class Workers(NamedTuple):
     plain_reduce: jax.Array | None = None
     nccl: jax.Array | None = None
     fabric: jax.Array | None = None
+    gather_messages: jax.Array | None = None
 
 
 class Buckets(NamedTuple):
@@ -290,7 +293,7 @@ def iteration(
     rounds: jax.Array | float = 1.0
     extra: tuple[jax.Array, ...] = ()  # the codec terms, when compressing
     if features.compress:
-        ready, sent, rounds, encode, codec = _codec_terms(workers, buckets, ready)
+        ready, sent, rounds, encode, codec, lat = _codec_terms(config, workers, buckets, ready)
         extra = (codec,)
     if features.nccl:  # the codec's decode, D_b + n_b U_b, when compressing
         extra = extra + (_nccl_buckets(config, workers, buckets, extra[0] if features.compress else None),)
@@ -435,14 +438,14 @@ def _nccl_buckets(config: Config, workers: Workers, buckets: Buckets, codec: jax
 
 
 def _codec_terms(
-    workers: Workers, buckets: Buckets, ready: jax.Array
-) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array, jax.Array]:
-    """(ready' [Bk] s, bytes sent [Bk], collectives per bucket, encode E_b [Bk] s, decode D_b + n_b U_b [Bk] s)
-    of a compressing sweep (the module docstring's compression terms)."""
+    config: Config, workers: Workers, buckets: Buckets, ready: jax.Array
+) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array, jax.Array, jax.Array]:
+    """(ready' [Bk] s, bytes sent [Bk], collectives per bucket, encode E_b [Bk] s, decode D_b + n_b U_b [Bk] s,
+    latency of one collective L_b x latency s) of a compressing sweep (the module docstring's compression terms)."""
     # Features.compress promises the codec terms (static: checked once, at trace time).
     assert buckets.encode is not None and buckets.payload is not None and buckets.gather is not None
     assert buckets.rounds is not None and buckets.decode is not None and buckets.unpack is not None
-    assert workers.spread is not None and workers.workers is not None
+    assert workers.spread is not None and workers.workers is not None and workers.gather_messages is not None
     # Encoding runs on the compute stream: bucket b is ready after the encodes before it.
     encode = buckets.encode * workers.multi
     ready = ready + jnp.cumsum(encode)
@@ -450,7 +453,9 @@ def _codec_terms(
     sent, rounds = buckets.payload * spread, buckets.rounds
     payloads = 1.0 + buckets.gather * (workers.workers - 1.0)
     codec = (buckets.decode + payloads * buckets.unpack) * workers.multi
-    return ready, sent, rounds, encode, codec
+    # an all-gather's own message steps L_g; an all-reduce's L bit for bit (+ 0.0 x the difference)
+    steps = workers.messages + buckets.gather * (workers.gather_messages - workers.messages)
+    return ready, sent, rounds, encode, codec, steps * config.latency
 
 
 def _relative_to_uncompressed(

@@ -229,7 +229,7 @@ def simulate(
             )
         elif gather:
             inter, intra, piped = allgather(collective, payload, ratio, eff, nodes, gpus, intra_bw, nics)
-            lat = parts(collective, 1.0, 1.0, eff, latency, nodes, gpus, table, intra_bw, nics)[2]
+            lat = gather_steps(collective, nodes, gpus) * latency
             codec_s = decode + n * unpack
             d = (max(inter, intra) if piped else inter + intra) + rounds * lat + codec_s
         else:
@@ -365,6 +365,17 @@ def ddp_groups(waits, sizes, first=2**20, cap=25 * 2**20):
             groups.append(current)
             current, acc, limit = [], 0.0, cap
     return groups + ([current] if current else [])
+
+
+def gather_steps(collective, nodes, gpus):
+    """Latency-bound message steps of an all-gather over ``nodes`` x ``gpus`` workers: a ring's N - 1 (ring,
+    nccl-ring, and the trees, whose all-gather is a ring), the hierarchical's (G - 1) + (M - 1), a parameter
+    server's push and pull (2)."""
+    if collective == "ps":
+        return 2
+    if collective == "hierarchical":
+        return (gpus - 1) + (nodes - 1)
+    return nodes * gpus - 1
 
 
 def allgather(collective, payload, ratio, eff_bw, nodes, gpus, intra_bw, nics=1):

@@ -290,3 +290,67 @@ def test_cli_refuses_powersgd_on_a_profile_without_shapes(tmp_path):
         and "has no tensor shapes, which powersgd needs" in r.output
     )
     assert not (tmp_path / "o.h5").exists() and not (tmp_path / "o.h5.partial").exists()
+
+
+def test_an_all_gathers_latency_is_its_own_message_steps_by_hand():
+    # A hunt: top-k's all-gather paid its collective's all-reduce steps, 2(N-1) on a ring (twice a ring
+    # all-gather's N - 1) and a tree's 2 log2 N, though its bytes are a ring's everywhere. On 8 x 8 GPUs, 50 us
+    # of latency now adds, per bucket, a ring's 63 steps on ring, nccl-ring and the trees, (8 - 1) + (8 - 1) on
+    # hierarchical and 2 through a parameter server; the all-reduce (none) keeps its 2 x 63 on a ring.
+    collectives = ["ring", "tree", "ps", "hierarchical", "nccl-ring", "nccl-tree"]
+    ds = sweep.evaluate(
+        "resnet50", bandwidth=100, nodes=8, gpus_per_node=8, latency=[0, 50], collective=collectives,
+        compressor="none,topk:0.01", vars="comm_time", dtype="float64",
+    )  # fmt: skip
+    added = (ds.comm_time.sel(latency=50) - ds.comm_time.sel(latency=0)).squeeze()
+    buckets = added.sel(collective="ps", compressor="topk:0.01").item() / (2 * 50e-6)
+    assert buckets == pytest.approx(round(buckets)) and round(buckets) > 1
+    steps = {"ring": 63, "tree": 63, "ps": 2, "hierarchical": 14, "nccl-ring": 63, "nccl-tree": 63}
+    for collective, n in steps.items():
+        got = added.sel(collective=collective, compressor="topk:0.01").item()
+        assert got == pytest.approx(round(buckets) * n * 50e-6, rel=1e-9), collective
+    assert added.sel(collective="ring", compressor="none").item() == pytest.approx(
+        round(buckets) * 126 * 50e-6, rel=1e-9
+    )
+
+
+def test_iterations_factor_is_refused_where_it_changes_nothing_and_said_where_it_is_1(tmp_path):
+    # A hunt: need and a grid without time_to_accuracy took --iterations-factor and gave the same answer, in
+    # silence; a grid that computed time_to_accuracy at factor 1 did not say so.
+    grid = ["grid", "--model", "resnet50", "--bw", "10", "--compressor", "none,topk:0.01"]
+    r = invoke(
+        *grid, "--iterations-factor", "topk:0.01=3", "--vars", "scaling_factor", "--out", tmp_path / "a.h5"
+    )
+    assert r.exit_code == 2 and "--iterations-factor enters time_to_accuracy only" in r.output, r.output
+    r = invoke("need", "--model", "resnet50", "--target", "0.9", "--solve", "bandwidth", "--compressor",
+               "none,topk:0.01", "--iterations-factor", "topk:0.01=3")  # fmt: skip
+    assert r.exit_code == 2 and "need solves for the scaling factor of one step" in r.output, r.output
+    r = invoke(
+        "need", "--model", "resnet50", "--target", "0.9", "--solve", "bandwidth", "--compressor", "fp16"
+    )
+    assert r.exit_code == 0 and "time_to_accuracy" not in r.output, r.output  # nor said where need reads none
+    assert not list(tmp_path.iterdir())
+    said = "time_to_accuracy: --iterations-factor 1 for every compressor"
+    r = invoke(*grid, "--out", tmp_path / "b.h5")
+    assert r.exit_code == 0 and said in r.output, r.output
+    r = invoke(*grid, "--iterations-factor", "topk:0.01=3", "--out", tmp_path / "c.h5")
+    assert r.exit_code == 0 and said not in r.output, r.output
+
+
+def test_codec_cost_help_states_the_models_defaults():
+    import re
+
+    from netsweep_jax.sweep.model.compressors import CodecCost
+
+    d = CodecCost(1.0, 1.0)
+    text = " ".join(invoke("grid", "--help").output.split())
+    said = re.search(
+        r"GPU preset, at ([0-9.]+) and ([0-9.]+) of its peaks, ([0-9.e-]+) s a kernel launch, ([0-9.]+)", text
+    )
+    assert said is not None, text
+    assert [float(x) for x in said.groups()] == [
+        d.memory_efficiency,
+        d.matmul_efficiency,
+        d.launch,
+        d.topk_passes,
+    ]

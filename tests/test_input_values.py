@@ -679,3 +679,10 @@ def test_a_group_without_its_command_prints_its_help_as_help_asks(monkeypatch, c
         code == 0 and err == "" and out.startswith("Usage: ") and "[OPTIONS] COMMAND" in out.splitlines()[0]
     )
     assert out.strip() == again[1].strip() and again[0] == 0
+
+
+def test_a_global_batch_float32_cannot_hold_exactly_is_refused():
+    # A hunt: 16777217 sequences, rounded to 2^24 in float32, passed the rule "divisible by micro-batch x dp"
+    # (x64 refused it), and plan's best layout at 33554434 was one Megatron would refuse, 16% faster.
+    r = invoke("plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", str(2**24 + 1))
+    assert r.exit_code == 2 and "--global-batch 16777217" in r.output and "to 16777216" in r.output, r.output

@@ -617,8 +617,8 @@ def test_the_largest_accepted_model_and_layout_give_finite_results_in_both_dtype
     from netsweep_jax.sweep.model.llms import MAX_SIZE
 
     arch = f"layers={MAX_SIZE},hidden={MAX_SIZE},heads=1,seq={MAX_SIZE},vocab={MAX_SIZE},ffn={MAX_SIZE}"
-    gpus = [1, 10_000_000]
-    layout = ["--gpus", ",".join(map(str, gpus)), "--global-batch", "1000000000", "--micro-batch", "100"]
+    gpus = [1, 2**23]  # the global batch's largest, 2^24, in micro-batches of 2 over 2^23 GPUs
+    layout = ["--gpus", ",".join(map(str, gpus)), "--global-batch", str(2**24), "--micro-batch", "2"]
     out = tmp_path / "big.h5"
     constants = ["--efficiency", "0.6", "--util", "1", "--memory-efficiency", "1"]  # the rows' below
     r = invoke("grid", "--arch", arch, *layout, "--tp", "1", "--pp", "1", *constants, "--out", out)
@@ -627,7 +627,7 @@ def test_the_largest_accepted_model_and_layout_give_finite_results_in_both_dtype
         f32 = {str(k): ds[k].values.astype(np.float64).ravel() for k in ds.data_vars}
     runs = [
         LayoutRow(
-            llm=parse_arch(arch), gpu="h100", precision="bf16", gpus=n, global_batch=10**9, micro_batch=100
+            llm=parse_arch(arch), gpu="h100", precision="bf16", gpus=n, global_batch=2**24, micro_batch=2
         )
         for n in gpus
     ]

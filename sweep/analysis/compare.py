@@ -205,7 +205,7 @@ def compare(
     common = dict(
         bandwidth=bandwidth,
         compressor=["none", *chosen],
-        iterations_factor=iterations_factor,
+        iterations_factor={} if iterations_factor is None else iterations_factor,  # compare says a 1 itself
         codec_cost=codec_cost,
         dtype="float64",
         vars="scaling_factor,iteration_time,time_to_accuracy",

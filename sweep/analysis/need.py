@@ -112,6 +112,11 @@ def _question(axis: str, target: float, settings: Mapping[str, Any]) -> str:
             "given: the answer is its value)",
             param="axis",
         )
+    if settings.get("iterations_factor") is not None:  # a hunt: accepted, and the answer unchanged
+        raise InputError(
+            "enters time_to_accuracy only, and need solves for the scaling factor of one step: leave it out",
+            param="iterations_factor",
+        )
     for name in _IN_MEMORY:
         if settings.get(name) is not None:
             raise InputError(
@@ -138,7 +143,8 @@ def solved_grid(model: Models, axis: str, **settings: Any) -> Grid:
     --out`` cube keeps its inputs (profiles, reduce-cost table) as a sweep's cube does."""
     given: dict[str, Any] = {k: v for k, v in settings.items() if v is not None}
     axis = axis_named(axis)
-    grid = make_grid(model, **{**given, axis: search_range(axis)[1]})
+    # {}: every iterations factor 1, unsaid (need answers for the scaling factor, not time_to_accuracy)
+    grid = make_grid(model, **{**given, axis: search_range(axis)[1], "iterations_factor": {}})
     # its answer sits on top of eta_net: said (a review)
     if axis == "utilization" and uses_nccl(grid.collectives):
         grid = dataclasses.replace(grid, assumed="; ".join(filter(None, (grid.assumed, UTILIZATION_ON_ETA))))

@@ -161,7 +161,8 @@ COMPRESSION = [
         "--codec-cost",
         rich_help_panel="Compression",
         help="JSON overriding the codec throughput model: hbm_bytes_per_s, matmul_flops_per_s, "
-        "memory_efficiency, matmul_efficiency, launch_s, topk_passes (default: the profile's GPU preset).",
+        "memory_efficiency, matmul_efficiency, launch_s, topk_passes (default: the profile's GPU preset, at "
+        "0.8 and 0.6 of its peaks, 5e-6 s a kernel launch, 4.8 passes).",
     ),
 ]
 CALIBRATE_COLLECTIVE = param(

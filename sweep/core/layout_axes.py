@@ -171,7 +171,9 @@ class LayoutAxisKeywords(TypedDict, total=False):
     micro_batch: Annotated[
         Values, unnamed("--micro-batch", "1", "samples per micro-batch", True, 1, 1e6, "1")
     ]
-    global_batch: Annotated[Values, unnamed("--global-batch", "1", "samples per step", True, 1, 1e9, "")]
+    # at most 2^24, float32's last run of consecutive integers: the kernel's divisibility rules (global batch by
+    # micro-batch x dp) hold in the compute dtype (a hunt: 16777217, rounded, passed for divisible by 8)
+    global_batch: Annotated[Values, unnamed("--global-batch", "1", "samples per step", True, 1, 2**24, "")]
     zero: Annotated[
         Values,
         unnamed(

@@ -241,11 +241,13 @@ class BlockInputs:
             if not compressor.gather:
                 payload[: len(self._fuse(task))] = self._codec(task)[0]
             _, compressed = layout_arrays(coefficients_for(payload), kb, self.dtype)
-            extra: Host = np.ones((2, kb), dtype=self.dtype)
-            extra[1] = 0.0
-            extra[:, :k] = (c.spread, c.workers)
+            extra: Host = np.ones((3, kb), dtype=self.dtype)
+            extra[1:] = 0.0
+            extra[:, :k] = (c.spread, c.workers, c.gather_messages)
             plain_reduce = reduce if self.features.accuracy else None
-            workers = _workers(scalars, compressed, extra[0], extra[1], plain_reduce)
+            workers = _workers(scalars, compressed, extra[0], extra[1], plain_reduce)._replace(
+                gather_messages=extra[2]
+            )
         if not self.features.nccl:
             return workers
         ours: Host = np.zeros(kb, dtype=self.dtype)

@@ -61,7 +61,10 @@ N-1 payloads, (N-1) P bytes, where an all-reduce of P bytes moves 2(N-1)/N P on 
 2 P on a tree and P through a parameter server. ``spread`` is that ratio, the factor on
 the layout's own bandwidth terms: N/2 for ``ring``, ``nccl-ring`` and ``hierarchical``
 (whose NICs carry G (M-1) P against 2(M-1)/M P), (N-1)/2 for ``tree`` and ``nccl-tree``,
-N-1 for ``ps``; the message steps stay the layout's.
+N-1 for ``ps``. Its message steps are a ring's N - 1 (half the all-reduce's 2(N-1), a reduce-scatter and
+an all-gather) for ``ring``, ``nccl-ring``, ``tree`` and ``nccl-tree`` (the trees' all-gather is a ring:
+NCCL's is a ring only), (G-1) + (M-1) for ``hierarchical`` (inside each node, then across), and 2 for ``ps``
+(push, pull).
 
 Each layout also carries e_N, the expected maximum of N independent standard normal
 variables (:func:`expected_max_normal`), for the jitter term.
@@ -102,6 +105,7 @@ class Coefficients:
       reduce: [K, Bk] F, seconds of reduction work per bucket (0 for padding).
       spread: [K] all-gather bytes per all-reduce byte (see the module docstring).
       workers: [K] N when N > 1, else 0.
+      gather_messages: [K] the all-gather's latency-bound message steps (see the module docstring).
     """
 
     transfer: np.ndarray
@@ -113,6 +117,7 @@ class Coefficients:
     reduce: np.ndarray
     spread: np.ndarray
     workers: np.ndarray
+    gather_messages: np.ndarray
 
 
 def reduce_time(nbytes: np.ndarray | float, table: ReduceTable) -> np.ndarray | np.float64:
@@ -244,4 +249,18 @@ def coefficients(
         f,
         spread[:, 0],
         (n * comm)[:, 0],
+        _gather_messages(collective, m, g)[:, 0] * comm[:, 0],
     )
+
+
+def _gather_messages(collective: str, m: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """[K, 1] message steps of an all-gather over M nodes of G GPUs (the module docstring): a ring's N - 1 (half
+    the all-reduce's, which is a reduce-scatter and an all-gather), the hierarchical's (G - 1) + (M - 1), a tree's
+    as a ring's (NCCL's all-gather is a ring only), a parameter server's push and pull; 0 where NCCL prices it."""
+    if is_nccl(collective):
+        return np.zeros_like(m)
+    if collective == "ps":
+        return np.full_like(m, 2.0)
+    if collective == "hierarchical":
+        return (g - 1.0) + (m - 1.0)
+    return m * g - 1.0
