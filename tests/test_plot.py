@@ -328,3 +328,26 @@ def test_figures_a_hunt_found_hard_to_read_name_and_scale_what_they_draw():
 
     rate = xr.DataArray([1.0], attrs={"units": "1/s", "long_name": "tokens trained per second"})
     assert label(rate) == "tokens trained per second" and label(ds["iteration_time"]) == "iteration_time [s]"
+
+
+def test_names_on_x_keep_each_one_and_their_legend_beside_the_points():
+    # A hunt: need's unreachable compressors (NaN) dropped off a compressor axis, said on stderr alone; and a
+    # legend inside the axes covered a column of points.
+    import numpy as np
+    import xarray as xr
+
+    from netsweep_jax.sweep.analysis.plot import line_plot
+
+    ds = xr.Dataset(
+        {
+            "required_utilization": (
+                ("compressor", "bandwidth"),
+                [[np.nan, np.nan], [0.04, 0.02], [np.nan, 0.3]],
+            )
+        },
+        coords={"compressor": ["none", "powersgd:4", "fp16"], "bandwidth": [10.0, 100.0]},
+    )
+    ax = line_plot(ds, "compressor", "required_utilization", "bandwidth")
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["none (no value)", "powersgd:4", "fp16"]
+    assert ax.get_xlim() == (-0.5, 2.5)
+    assert ax.get_legend().get_bbox_to_anchor().x0 > ax.get_position().x1 * ax.figure.bbox.width * 0.9

@@ -183,10 +183,11 @@ def line_plot(
             ax.set_xscale("log")
     if _spans_decades(da.values, ds[var]):  # a step of 0.19-8.9 s drew all but the slowest flat at 0 (a hunt)
         ax.set_yscale("log")
-    _ticks_at_values(ax, da[x].values, named)
-    if (
-        hue and not scale and len(hues) > LEGEND_INSIDE
-    ):  # many names: in columns beside the axes, not over them
+    # a name with no value at all (need's unreachable compressor) kept on the axis, said so (a hunt: dropped)
+    empty = [not np.isfinite(da.sel({x: v}).values).any() for v in da[x].values] if named else []
+    _ticks_at_values(ax, da[x].values, named, empty)
+    # many names, or points in columns (which a legend inside covered: a hunt), beside the axes, not over them
+    if hue and not scale and (len(hues) > LEGEND_INSIDE or named):
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1), ncol=-(-len(hues) // 30))
     elif hue and not scale:
         ax.legend(fontsize=8)
@@ -231,11 +232,19 @@ def _slant_names(ax: Axes, count: int) -> None:
             text.set_horizontalalignment("right")
 
 
-def _ticks_at_values(ax: Axes, values: np.ndarray, named: bool) -> None:
+def _ticks_at_values(ax: Axes, values: np.ndarray, named: bool, empty: Sequence[bool] = ()) -> None:
     """An x axis of at most :data:`FEW_TICKS` values labelled at each one (one bandwidth read 9.45 ... 10.5,
     GPU counts 16, 64, 256 were ticked 50, 100, ..., node counts on a log axis 10 and 100 alone: hunts), names
-    slanted where several; more numbers, whole ones ticked at whole numbers (node counts read 1.2, 1.4, ...)."""
-    if named:
+    slanted where several, each on the axis, those ``empty`` (no value) said so; more numbers, whole ones ticked
+    at whole numbers (node counts read 1.2, 1.4, ...)."""
+    if (
+        named
+    ):  # matplotlib's categories sit at 0, 1, ... in the order plotted; its view had held the drawn ones
+        labels = [
+            f"{v} (no value)" if none else str(v) for v, none in zip(values, empty or [False] * len(values))
+        ]
+        ax.set_xticks(range(len(values)), labels)
+        ax.set_xlim(-0.5, len(values) - 0.5)
         _slant_names(ax, len(values))
         return
     at = np.log(np.sort(values)) if ax.get_xscale() == "log" else np.sort(values)
