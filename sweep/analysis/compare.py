@@ -592,7 +592,8 @@ def figure(
         ax.set_xscale("log")
         ax.set_yscale("log")
         # Ticks at 1, 2 and 5 of each decade: a range inside one decade had 1.0 as its only label; under a
-        # decade of view (data up to about 8x, with the log margins) 3 and 4 too (a hunt: resnet50's 0.7 to 4.27 was labelled 1 and 2 alone)
+        # decade of view (data up to about 8x, with the log margins) 3 and 4 too (a hunt: resnet50's 0.7 to
+        # 4.27 was labelled 1 and 2 alone)
         low, high = ax.get_ylim()
         ax.yaxis.set_major_locator(
             LogLocator(subs=(1.0, 2.0, 5.0) if high > 10 * low else (1.0, 2.0, 3.0, 4.0, 5.0))
