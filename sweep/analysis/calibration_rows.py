@@ -171,9 +171,7 @@ def build_rows(
     settings, text = _following(settings, distinct, set(meas.columns))
     # The reductions' memory rate as grid's default table says it (the GPU of the rows' models).
     table, _, reduce_said = (
-        workload_reduce_table(distinct, own=True)
-        if settings.reduce_table is None
-        else (settings.reduce_table, "", "")
+        workload_reduce_table(distinct) if settings.reduce_table is None else (settings.reduce_table, "", "")
     )
     # Names in any case, as the options' (the guide's rule).
     collectives = [_lower(c) for c in meas.column("collective", settings.collective)]
@@ -210,9 +208,8 @@ def build_rows(
         gpus_per_node=meas.columns["gpus_per_node"],
         nics_per_node=meas.column("nics_per_node", default_value("nics_per_node") if nics is None else nics),
         inner={d: meas.column(d, None if d == "bandwidth" else default_value(d)) for d in INNER},
-        reduce_table=table,
-        intra_bandwidth=intra_rows or float(settings.intra_bandwidth),  # type: ignore[arg-type]
-        row_tables=table_rows,
+        reduce_tables=table_rows or [table] * len(runs),
+        intra_bandwidths=intra_rows or [float(settings.intra_bandwidth)] * len(runs),  # type: ignore[arg-type]
     )
     return rows, [p.model for p in runs], features
 
@@ -262,4 +259,4 @@ def _following(
     refuse_mixed_stacks(profiles, [k for k in chosen if k not in columns])
     # Said for the paper's CNNs too, which a sweep leaves unsaid: a fitted utilization is the collective's, and
     # compare's defaults are a transformer stack's (a hunt: 0.17 carried into compare answered another question).
-    return dataclasses.replace(settings, **chosen), assumed_text(profiles, chosen, always=True, own=True)
+    return dataclasses.replace(settings, **chosen), assumed_text(profiles, chosen, always=True)

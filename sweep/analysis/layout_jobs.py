@@ -716,8 +716,8 @@ def write_plans(
                 ds = first[0].assign_attrs(one.cube_attrs())
                 written = _write_copy(ds, target, force=force, command=command)
                 say(
-                    f"{' '.join(heading)}: the plan of --oversubscription {exact_text(first[1])}, not searched again: no "
-                    f"group of {np.max(grid.values['gpus']):g} GPUs crosses the spine (a leaf holds "
+                    f"{' '.join(heading)}: the plan of --oversubscription {exact_text(first[1])}, not searched "
+                    f"again: no group of {np.max(grid.values['gpus']):g} GPUs crosses the spine (a leaf holds "
                     f"{grid.leaf_hosts * np.min(grid.values['gpus_per_node']):g})"
                 )
             done = "kept" if kept.get(target) is not None else "wrote"

@@ -1156,6 +1156,15 @@ def predictions_csv(v: Validation) -> str:
     return buf.getvalue()
 
 
+# Each kind of mark of the nccl-tests figure, as its panels draw it and its legend names it.
+FIGURE_MARKS: dict[str, dict[str, Any]] = {
+    "predicted": dict(ls="-", color="C1", lw=1.2),
+    "measured": dict(ls="none", marker="o", color="C0", ms=3),
+    "measured, not scored": dict(ls="none", marker="o", mfc="none", color="C0", ms=3),
+    "predicted, hosts apart at one size": dict(ls="none", marker="x", color="C1", ms=4),
+}
+
+
 def figure(v: Validation, out: Path, overwrite: bool = True) -> Path:
     """Small multiples: each represented curve's measured busbw (dots; hollow: not scored) and prediction."""
     curves = [
@@ -1176,11 +1185,11 @@ def figure(v: Validation, out: Path, overwrite: bool = True) -> Path:
         sc = v.scored[idx]
         # a curve of several host counts at one size: its predictions as points (a line joined 4 and 8 hosts'
         # at one size upright, a hunt)
-        joined = "-" if len(np.unique(b)) == len(b) else "x"
-        ax.plot(b, pred, joined, color="C1", lw=1.2, ms=4, label="predicted")
-        ax.plot(b[sc], meas[sc], "o", color="C0", ms=3, label="measured")
+        joined = len(np.unique(b)) == len(b)
+        ax.plot(b, pred, **FIGURE_MARKS["predicted" if joined else "predicted, hosts apart at one size"])
+        ax.plot(b[sc], meas[sc], **FIGURE_MARKS["measured"])
         low = ~sc & (meas > 0)  # measured, but under the scored resolution (a printed 0.00 is not drawn)
-        ax.plot(b[low], meas[low], "o", mfc="none", color="C0", ms=3, label="measured, not scored")
+        ax.plot(b[low], meas[low], **FIGURE_MARKS["measured, not scored"])
         ax.set_xscale("log", base=2)
         drawn = np.concatenate([pred, meas[meas > 0]])
         drawn = drawn[np.isfinite(drawn) & (drawn > 0)]
@@ -1204,12 +1213,7 @@ def figure(v: Validation, out: Path, overwrite: bool = True) -> Path:
     # covered its points), whether or not a panel has it
     from matplotlib.lines import Line2D
 
-    marks = [
-        Line2D([], [], color="C1", lw=1.2, label="predicted"),
-        Line2D([], [], ls="none", marker="o", color="C0", ms=3, label="measured"),
-        Line2D([], [], ls="none", marker="o", mfc="none", color="C0", ms=3, label="measured, not scored"),
-        Line2D([], [], ls="none", marker="x", color="C1", ms=4, label="predicted, hosts apart at one size"),
-    ]
+    marks = [Line2D([], [], **style, label=name) for name, style in FIGURE_MARKS.items()]
     if len(curves) < rows * cols:
         fig.add_subplot(rows, cols, len(curves) + 1).set_axis_off()
         fig.axes[-1].legend(handles=marks, fontsize=7, loc="center")

@@ -143,8 +143,8 @@ def solved_grid(model: Models, axis: str, **settings: Any) -> Grid:
     --out`` cube keeps its inputs (profiles, reduce-cost table) as a sweep's cube does."""
     given: dict[str, Any] = {k: v for k, v in settings.items() if v is not None}
     axis = axis_named(axis)
-    # {}: every iterations factor 1, unsaid (need answers for the scaling factor, not time_to_accuracy)
-    grid = make_grid(model, **{**given, axis: search_range(axis)[1], "iterations_factor": {}})
+    # the scaling factor alone: no time_to_accuracy (its factors unsaid) nor its second, uncompressed evaluation
+    grid = make_grid(model, **{**given, axis: search_range(axis)[1], "variables": ("scaling_factor",)})
     # its answer sits on top of eta_net: said (a review)
     if axis == "utilization" and uses_nccl(grid.collectives):
         grid = dataclasses.replace(grid, assumed="; ".join(filter(None, (grid.assumed, UTILIZATION_ON_ETA))))

@@ -540,10 +540,8 @@ def plan_table(ds: xr.Dataset) -> str:
         if best_row is not None and best_row["layout_ep"] > 1:
             row = best_row
             paced = "paced by the NICs" if row["ep_on_nics"] > 0 else "on NVLink"
-            lines.append(
-                f"  the expert all-to-all takes {rounded(row['ep_exposed'] / row['iteration_time'], percent=True)} of the best "
-                f"step, {paced}"
-            )
+            share = rounded(row["ep_exposed"] / row["iteration_time"], percent=True)
+            lines.append(f"  the expert all-to-all takes {share} of the best step, {paced}")
         if best_row is not None:
             lines.append("  " + _switch_text(sub, ds["switch_change"].attrs.get("overlap", "")))
         cost = sub["network_cost"].item()

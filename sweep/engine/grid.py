@@ -39,7 +39,7 @@ from netsweep_jax.sweep.core.schema import (
     assumed_line,
 )
 from netsweep_jax.sweep.core.values import coerce_axis, parse_names, real_scalar
-from netsweep_jax.sweep.core.wording import counted
+from netsweep_jax.sweep.core.wording import counted, exact_text
 from netsweep_jax.sweep.engine.grid_options import GridOptions, Models, Table
 from netsweep_jax.sweep.engine.outputs import check_dtype, kept_outputs, store_dtype
 from netsweep_jax.sweep.engine.reductions import Reduction, parse_reductions
@@ -383,7 +383,7 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
         parse_reductions(_reductions(o["reduce"]), DATA_PARALLEL),
         assumed_line(
             (
-                assumed_text(profiles, chosen, collectives=collectives, own=True),
+                assumed_text(profiles, chosen, collectives=collectives),
                 nics_said(
                     collectives,
                     profiles,
@@ -720,7 +720,7 @@ def _reduce_table(reduce_table: Any, profiles: Sequence[Profile]) -> tuple[Table
     workload's GPU's memory (:func:`~sweep.engine.workloads.workload_reduce_table`), a file, or the user's
     arrays."""
     if reduce_table is None:
-        return workload_reduce_table(profiles, own=True)
+        return workload_reduce_table(profiles)
     if isinstance(reduce_table, (str, Path)):
         return read_table(reduce_table), str(reduce_table), ""
     return _table(reduce_table), "user table", ""
@@ -765,22 +765,22 @@ def _spine_said(fabric: SweepFabric | None, values: Mapping[str, np.ndarray]) ->
     from netsweep_jax.kernels import nccl
     from netsweep_jax.kernels.layout_collectives import spine_load
 
-    leaf, over = fabric.leaf_hosts, fabric.oversubscription
-    past = [
-        1.0 / float(spine_load(n * g, 1.0, nccl.ALL_REDUCE, n * g, g, k, fabric.domain_of(g), leaf))
-        for n in values["nodes"]
-        if n > leaf
-        for g in values["gpus_per_node"]
-        for k in values["nics_per_node"]
-    ]
-    if not past:
-        return f"spine {over:g}:1: no sweep of more hosts than a leaf's {leaf:g}, so none crosses it"
-    low = float(f"{min(past):.4g}")  # as said (float32's 17.99999987 is 18: a review)
+    leaf, over = fabric.leaf_hosts, exact_text(fabric.oversubscription)
+    nodes = [n for n in values["nodes"] if n > leaf]
+    if not nodes:
+        return f"spine {over}:1: no sweep of more hosts than a leaf's {leaf:g}, so none crosses it"
+    # every layout wider than a leaf in one call (one a layout had taken seconds over 2,000 node counts)
+    n, g, k = (
+        a.ravel() for a in np.meshgrid(nodes, values["gpus_per_node"], values["nics_per_node"], indexing="ij")
+    )
+    domains = np.array([fabric.domain_of(x) for x in g], np.float64)
+    loads = np.asarray(spine_load(n * g, 1.0, nccl.ALL_REDUCE, n * g, g, k, domains, leaf), np.float64)
+    low = float(f"{np.min(1.0 / loads):.4g}")  # as said (float32's 17.99999987 is 18: a review)
     # past 1 / f at the earliest: where NCCL's channels run below their NICs' share, later (a review)
-    slows = "can slow it" if over > low else "slows none of it"
+    slows = "can slow it" if fabric.oversubscription > low else "slows none of it"
     return (
-        f"spine {over:g}:1: the all-reduce's ring leaves a leaf at its ends only, and the spine slows it past "
-        f"{low:g}:1 at the earliest, so {over:g}:1 {slows}"
+        f"spine {over}:1: the all-reduce's ring leaves a leaf at its ends only, and the spine slows it past "
+        f"{low:g}:1 at the earliest, so {over}:1 {slows}"
     )
 
 

@@ -299,10 +299,9 @@ def row_inputs(
     gpus_per_node: Sequence[float],
     nics_per_node: Sequence[float],
     inner: Mapping[str, Sequence[float]],
-    reduce_table: Table,
-    intra_bandwidth: float | Sequence[float],
+    reduce_tables: Sequence[Table],
+    intra_bandwidths: Sequence[float],
     dtype: str = "float64",
-    row_tables: Sequence[Table] | None = None,
 ) -> tuple[Rows, Features]:
     """Kernel inputs of R rows, each its own run: a profile, schedule, fusion, layout and configuration.
 
@@ -310,9 +309,8 @@ def row_inputs(
       runs: [R] profiles; bucketing, fusion_buffer (MiB), fusion_timeout (ms), collective,
         nodes, gpus_per_node, nics_per_node: [R] each, in stored units.
       inner: each axis of :data:`~sweep.core.schema.INNER` -> [R] stored values.
-      reduce_table: ([T] bytes, [T] seconds); intra_bandwidth: Gbit/s, or [R] each row's; row_tables: [R]
-        reduce tables, each row's, in ``reduce_table``'s place (a fit of rows on several GPUs prices each at its
-        own GPU's NVLink and memory, as a sweep does).
+      reduce_tables: [R] each row's ([T] bytes, [T] seconds); intra_bandwidths: [R] each row's, Gbit/s (a fit of
+        rows on several GPUs prices each at its own GPU's NVLink and memory, as a sweep does).
 
     Returns:
       (:class:`kernels.fit.Rows` with buckets padded to the longest row's and an empty [R, 0]
@@ -332,7 +330,7 @@ def row_inputs(
     count = max(len(b) for b in fuses)  # a fit pads rows and buckets itself (calibrate._padded)
     buckets: Host = np.stack([bucket_rows(b, count, dt) for b in fuses], axis=1)  # [4, R, count]
     fsdp = any(isinstance(b, Units) for b in fuses)
-    intra_bits = np.broadcast_to(si_values("bandwidth", np.asarray(intra_bandwidth, np.float64)), (n,))
+    intra_bits = si_values("bandwidth", np.asarray(intra_bandwidths, np.float64))
     scalars: Host = np.zeros((6, n), dt)
     reduce: Host = np.zeros((n, count), dt)
     for i in range(n):
@@ -341,7 +339,7 @@ def row_inputs(
             [nodes[i]],
             [gpus_per_node[i]],
             buckets[1, i].astype(np.float64),
-            reduce_table if row_tables is None else row_tables[i],
+            reduce_tables[i],
             float(intra_bits[i]),
             nics_per_node=[nics_per_node[i]],
         )

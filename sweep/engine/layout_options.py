@@ -142,7 +142,7 @@ def make_layout_grid(
         *volta_said,
         *((phrase,) if preset is not None else ()),
         *_assumed(
-            given, names, models, search, text_given, "" if preset else phrase, net.preset_name, values
+            given, names, models, search, text_given, values, "" if preset else phrase, net.preset_name
         ),
         *(f"--{d} {value}" for d, value in defaults.items() if d not in search),
         *_model_said(names, models, mtp_layers is None),
@@ -893,12 +893,12 @@ def _assumed(
     models: list[LLM],
     search: dict,
     text_given: Collection[str],
+    values: dict,
     constants: str = "",
     built_by: str = "",
-    values: dict | None = None,
 ) -> tuple[str, ...]:
     out = []
-    per_node = sorted({float(v) for v in (values or {}).get("gpus_per_node", [0]) if v > 0})
+    per_node = sorted({float(v) for v in values.get("gpus_per_node", [0]) if v > 0})
     for g in names["gpu"]:
         # A host of the GPUs given (one value): its NVLink domain and NICs as compute.host_system makes them.
         system = system_settings(g, per_node[0] if len(per_node) == 1 else 0)
@@ -941,7 +941,7 @@ def _assumed(
     if moe:
         if given["imbalance"] is None:
             out.append("MoE load imbalance 1 (balanced routing)")
-        out.extend(_unread_at_ep_one(given, values or {}))
+        out.extend(_unread_at_ep_one(given, values))
         if given["expert_tp"] is None and "expert_tp" not in search:
             out.append(f"{AXES['expert_tp'].option} {AXES['expert_tp'].default}")
     searched = [  # the numbers not given, and sweep plan's text ones (schedule, recompute) it fills
@@ -954,7 +954,7 @@ def _assumed(
             out.append(f"{AXES[d].option} {AXES[d].default}")
     if searched:
         out.append("searched: " + ", ".join(searched))
-    return (*out, *_sequence_parallel_said(models, values or {"tp": [1]}))
+    return (*out, *_sequence_parallel_said(models, values))
 
 
 def _host_made(gpu: str, given: dict) -> list[str]:

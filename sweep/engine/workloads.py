@@ -145,34 +145,26 @@ def _each_gpu(profiles: Sequence[Profile], value: Any) -> str:
     return ", ".join(f"{g} {value(g)}" for g in dict.fromkeys(priced_gpu(p) for p in profiles))
 
 
-def workload_reduce_table(profiles: Sequence[Profile], own: bool = False) -> tuple[Table, str, str]:
+def workload_reduce_table(profiles: Sequence[Profile]) -> tuple[Table, str, str]:
     """The default reduce-cost table of a sweep of ``profiles``: the model table
-    (:func:`sweep.model.vector_add.default_table`) at the HBM rate of the slowest of their GPUs (the V100's
-    for a profile on an unknown GPU, as the paper's CNNs), its source (text), and what the sweep says of it
-    where it is not the V100's for every profile (else ""). ``own``: the sweep prices each profile at its own
-    GPU's table (:func:`own_table`; ``sweep grid``), the slowest's table its record where all are one."""
+    (:func:`sweep.model.vector_add.default_table`) at the HBM rate of their GPU (the V100's for a profile on an
+    unknown GPU, as the paper's CNNs), its source (text), and what the sweep says of it where it is not the
+    V100's (else ""). Where their GPUs' HBM differs, each profile is priced with its own GPU's table
+    (:func:`own_table`, :attr:`~sweep.engine.grid.Grid.own_gpu`; a hunt: an H100 beside a V100 reduced at the
+    V100's HBM), and the table returned, the slowest's, is the sweep's record."""
     gpus = [priced_gpu(p) for p in profiles] or [PAPER_GPU]
     gpu = min(gpus, key=lambda g: GPUS[g].hbm)
     hbm = GPUS[gpu].hbm
-    paper = hbm == V100_HBM_BYTES_PER_S
-    # One table a sweep: with several GPUs every profile's reductions run at the slowest's rate, said so (a
-    # faster GPU beside a V100 takes the V100's, which the paper's own sweeps leave unsaid).
-    several = len({GPUS[g].hbm for g in gpus}) > 1
-    if paper and not several:
-        return default_table(), "default V100 model", ""
-    if own and several:  # a hunt: an H100 beside a V100 reduced at the V100's HBM
+    if several_gpus(profiles, "hbm"):
         rates = _each_gpu(profiles, lambda g: f"{GPUS[g].hbm / 1e12:g}")
         return (
             default_table(hbm),
             f"default model at each GPU's HBM ({rates} TB/s)",
             (f"reductions at each GPU's HBM ({rates} TB/s)"),
         )
-    every = (
-        ", for every GPU of the sweep (the slowest's; a sweep per GPU prices each its own)" if several else ""
-    )
-    said = f"reductions at the {gpu}'s HBM ({hbm / 1e12:g} TB/s){every}"
-    if paper:
-        return default_table(), "default V100 model", said
+    if hbm == V100_HBM_BYTES_PER_S:
+        return default_table(), "default V100 model", ""
+    said = f"reductions at the {gpu}'s HBM ({hbm / 1e12:g} TB/s)"
     return default_table(hbm), f"default model at the {gpu}'s HBM, {hbm / 1e12:g} TB/s", said
 
 
@@ -187,13 +179,13 @@ def assumed_text(
     chosen: Mapping[str, Any],
     always: bool = False,
     collectives: Sequence[str] = (),
-    own: bool = False,
 ) -> str:
     """One line of what a sweep assumed that the user did not set (``chosen``: setting -> value
     filled in), empty where nothing departs from the paper's defaults (its CNNs on a V100) unless ``always``
     (a fit, whose values hold for the collective it assumed) or the intra-node rate is chosen and one of the
     sweep's ``collectives`` reads it (a hunt: nccl-ring's answer moved with an --intra-bw the line never named).
-    ``own``: the sweep prices each profile at its own GPU's NVLink (``sweep grid``), else at the slowest's."""
+    Where the profiles' NVLinks differ, each is priced at its own GPU's (:attr:`~sweep.engine.grid.Grid.own_gpu`),
+    and the line names each."""
     if not chosen:
         return ""
     always = always or ("intra_bandwidth" in chosen and reads_intra(collectives))
@@ -215,25 +207,21 @@ def assumed_text(
     )
     # Nothing to say where the paper's defaults hold for every profile: not where a faster GPU takes the
     # slowest's NVLink (v100 and h100 in one sweep).
-    paper_defaults = all(values[k] == paper[k] for k in chosen) and len({GPUS[g].nvlink for g in gpus}) == 1
+    mixed = several_gpus(profiles, "nvlink")  # an H100 and an H200 share one NVLink (a review)
+    paper_defaults = all(values[k] == paper[k] for k in chosen) and not mixed
     if paper_defaults and not taken and not always:
         return ""
-    low = min(gpus, key=lambda g: GPUS[g].nvlink)
     parts = []
-    for key in FOLLOWING:
-        if key in chosen:
-            value = chosen[key]
-            # "the slowest's" where the NVLinks differ (an H100 and an H200 share one: a review)
-            several = " for every GPU of the sweep, the slowest's" if several_gpus(profiles, "nvlink") else ""
-            note = f" ({low.upper()} NVLink{several})" if key == "intra_bandwidth" else ""
-            if key == "intra_bandwidth" and own and several_gpus(profiles, "nvlink"):
-                parts.append(
-                    f"{FLAGS[key]} each GPU's NVLink ({_each_gpu(profiles, lambda g: show(gpu_links(g)))} Gbit/s)"
-                )
-                continue
+    for key in (k for k in FOLLOWING if k in chosen):
+        value = chosen[key]
+        if key == "intra_bandwidth" and mixed:
             parts.append(
-                f"{FLAGS[key]} {value:g}{note}" if isinstance(value, float) else f"{FLAGS[key]} {value}"
+                f"{FLAGS[key]} each GPU's NVLink ({_each_gpu(profiles, lambda g: show(gpu_links(g)))} Gbit/s)"
             )
+        elif key == "intra_bandwidth":
+            parts.append(f"{FLAGS[key]} {value:g} ({gpus[0].upper()} NVLink)")
+        else:
+            parts.append(f"{FLAGS[key]} {value:g}" if isinstance(value, float) else f"{FLAGS[key]} {value}")
     return f"{where}: {', '.join(parts)}{taken}"
 
 

@@ -194,9 +194,8 @@ def _hosts(document: dict, path: Path | str = "") -> float | None:
 
 def hardware_fields(hardware: Any, path: Path | str = "") -> dict[str, Any]:
     """What a file records of its hosts (``hardware``: ``gpu``/``preset``, ``nics_per_node``, ``nic_gbps``, and
-    ``gpus_per_node`` where calibrate was given the hosts) as
-    :class:`FabricConstants`' fields: ``fitted_on`` the GPU (its account: any text, empty dropped; not text refused), and the NICs where it
-    records both (a one-host log records none), which become a sweep's --nics-per-node and --bw where not given,
+    ``gpus_per_node`` where calibrate was given the hosts) as :class:`FabricConstants`' fields: ``fitted_on`` the
+    GPU (its account: any text, empty dropped; not text refused), and the NICs where it records both (a one-host log records none), which become a sweep's --nics-per-node and --bw where not given,
     so a recorded value a sweep could not take is refused, naming the file and its key."""
     if hardware is None:
         return {}
@@ -215,11 +214,10 @@ def hardware_fields(hardware: Any, path: Path | str = "") -> dict[str, Any]:
                 f"{path}: hardware.preset {_shown(preset)} is not a GPU preset ({', '.join(GPUS)})"
             )
         preset = preset.lower()
-    if hardware.get("gpu") is not None and not isinstance(
-        hardware["gpu"], str
-    ):  # was dropped in silence (a hunt)
-        raise InputError(f"{path}: hardware.gpu {_shown(hardware['gpu'])} must be text, the GPU's name")
-    gpu = preset or hardware.get("gpu")
+    named = hardware.get("gpu")
+    if named is not None and not isinstance(named, str):  # was dropped in silence (a hunt)
+        raise InputError(f"{path}: hardware.gpu {_shown(named)} must be text, the GPU's name")
+    gpu = preset or named
     out: dict[str, Any] = {"fitted_on": gpu} if isinstance(gpu, str) and gpu else {}
     if preset:  # a GPU preset: the sweep's GPU where none is given, as a fabric preset's hosts' is
         out["gpu"] = preset
