@@ -448,3 +448,12 @@ def test_a_reduced_result_too_large_to_keep_in_memory_is_refused_before_any_work
     with pytest.raises(InputError, match="60,000,000 configurations .* too many to keep in memory"):
         run_distributed(grid, out, 0, 2, command="test", block_configs=None)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_apis_reduced_sweep_too_large_to_keep_is_refused_before_any_work():
+    # A read-through: the API's reduced path reached the accumulators' allocation that the CLI refuses first.
+    import netsweep_jax.sweep as sweep
+    from netsweep_jax.sweep.core.errors import InputError
+
+    with pytest.raises(InputError, match="too many to keep in memory"):
+        sweep.evaluate("resnet50", bandwidth="1..1000000:1", latency="0..99:1", reduce="max:compressor")

@@ -13,12 +13,13 @@ from netsweep_jax.sweep.engine.dataset import coordinates
 from netsweep_jax.sweep.engine.dispatch import evaluate_arrays, run
 from netsweep_jax.sweep.engine.grid import Grid, make_grid
 from netsweep_jax.sweep.engine.grid_options import AxisValues, Models, Names, SweepOptions
-from netsweep_jax.sweep.engine.reductions import ReducedRun
+from netsweep_jax.sweep.engine.reductions import ReducedRun, check_reduced_in_memory
 
 
 def reduced_in_memory(grid: Any, block_configs: int, kernel: str = DEFAULTS.kernel) -> xr.Dataset:
     """``grid`` (either family's) reduced on the device as its ``reduction`` says, block by block, into
     accumulators the size of the result held in memory: as large a grid as ``sweep grid --reduce`` takes."""
+    check_reduced_in_memory(grid)
     blocking = Blocking(grid.sizes, block_configs, grid.family)
     state = ReducedRun(grid, blocking)
     run(grid, blocking, state.add, kernel=kernel)

@@ -29,7 +29,7 @@ import numpy.typing as npt
 
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.families import Family
-from netsweep_jax.sweep.engine.blocks import Block, Blocking
+from netsweep_jax.sweep.engine.blocks import Block, Blocking, check_in_memory
 from netsweep_jax.sweep.engine.dataset import Coordinated, coordinates
 from netsweep_jax.sweep.engine.outputs import check_float16
 
@@ -247,7 +247,22 @@ class ReducedGrid(Coordinated, Protocol):
     @property
     def store_dtype(self) -> str: ...
 
+    @property
+    def sizes(self) -> Mapping[str, int]: ...
+
     def variable_attrs(self, name: str) -> dict[str, str]: ...
+
+
+def check_reduced_in_memory(grid: ReducedGrid) -> None:
+    """Refuse, before any work, a ``--reduce`` sweep whose result is too large to keep in memory, as any sweep
+    kept in memory is (:func:`~sweep.engine.blocks.check_in_memory`): it is kept as it accumulates (a hunt: a
+    4.37 TiB allocation's traceback), on one machine, in each process of ``--distributed`` (a review) and in the
+    API's :func:`~sweep.engine.evaluate.reduced_in_memory` (a read-through: it reached the allocation)."""
+    assert grid.reduction is not None
+    check_in_memory(
+        {d: grid.sizes[d] for d in grid.reduction.kept},
+        "reduce more dims (--reduce max:a,b), or write the cube without --reduce",
+    )
 
 
 class ReducedRun:

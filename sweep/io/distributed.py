@@ -39,13 +39,13 @@ from netsweep_jax.sweep.core.errors import InputError, JoinTimeout, StitchTimeou
 from netsweep_jax.sweep.core.values import whole_number
 from netsweep_jax.sweep.engine.blocks import Blocking, owner, share_of
 from netsweep_jax.sweep.engine.dispatch import AnyGrid, check_kernel, default_block_configs
+from netsweep_jax.sweep.engine.reductions import check_reduced_in_memory
 from netsweep_jax.sweep.io import cube
 from netsweep_jax.sweep.io.accumulated import write_result
 from netsweep_jax.sweep.io.job import (
     Progress,
     Summary,
     check_output,
-    check_reduced_in_memory,
     create_partial,
     partial_path,
     run_grid,

@@ -17,8 +17,9 @@ import h5py
 from netsweep_jax.sweep.core import interrupts
 from netsweep_jax.sweep.core.errors import DiskFull, InputError
 from netsweep_jax.sweep.core.wording import counted
-from netsweep_jax.sweep.engine.blocks import Block, Blocking, check_in_memory, share_of
+from netsweep_jax.sweep.engine.blocks import Block, Blocking, share_of
 from netsweep_jax.sweep.engine.dispatch import AnyGrid, check_kernel, default_block_configs, run
+from netsweep_jax.sweep.engine.reductions import check_reduced_in_memory
 from netsweep_jax.sweep.io import cube, integrity
 from netsweep_jax.sweep.io.paths import (
     CUBE_SUFFIXES,
@@ -167,17 +168,6 @@ def _stamped(out: Path) -> str:
     )
 
 
-def check_reduced_in_memory(grid: AnyGrid) -> None:
-    """Refuse, before any work, a ``--reduce`` sweep whose result is too large to keep in memory, as any sweep
-    kept in memory is (:func:`~sweep.engine.blocks.check_in_memory`): it is kept as it accumulates (a hunt: a
-    4.37 TiB allocation's traceback), on one machine or in each process of ``--distributed`` (a review)."""
-    assert grid.reduction is not None
-    check_in_memory(
-        {d: grid.sizes[d] for d in grid.reduction.kept},
-        "reduce more dims (--reduce max:a,b), or write the cube without --reduce",
-    )
-
-
 def create_partial(
     partial: Path, grid: AnyGrid, blocking: Blocking, attrs: dict[str, Any], sparse: bool
 ) -> h5py.File:
@@ -201,9 +191,9 @@ DISK_METADATA_BYTES = 16 * 2**20
 FILE_METADATA_BYTES = 2**20  # a cube's metadata and profiles: the paper's five models' take 0.2 MB
 
 
-def check_disk(out: str | Path, grid: AnyGrid, share: float = 1.0, blocking: Blocking | None = None) -> None:
+def check_disk(out: str | Path, grid: AnyGrid, blocking: Blocking, share: float = 1.0) -> None:
     """Refuse a cube that would not fit on the disk, with a margin for metadata (its chunks whole where
-    ``blocking`` cuts it: :func:`~sweep.io.cube.estimated_bytes`)."""
+    ``blocking`` cuts it: :func:`~sweep.io.cube.estimated_bytes`); ``share``: the part this process writes."""
     data = cube.estimated_bytes(grid, blocking) * share * DISK_MARGIN
     need = data + DISK_METADATA_BYTES
     limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]  # the shell's `ulimit -f`, in bytes
@@ -285,7 +275,7 @@ def run_grid(
                 announce=announce,
             )
         if not resume:
-            check_disk(out, grid, 1.0 if share is None else 1.0 / share[1], blocking)
+            check_disk(out, grid, blocking, 1.0 if share is None else 1.0 / share[1])
         announce()
         with interrupts.deferred():
             f = _open_partial(
