@@ -257,8 +257,8 @@ def _step(arch: Arch, dev: Device, lay: Parallelism) -> dict[str, Value]:
         n_last=pipe.n_last,
         is_one=pipe.is_one,
         dp_group=comm.dp_group,
-        stage_dense=dpar.stage_dense,
-        stage_expert=dpar.stage_expert,
+        first=dpar.first,
+        last=dpar.last,
         adam_states=adam_states,
     )
 

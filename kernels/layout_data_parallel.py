@@ -94,6 +94,8 @@ class DataParallel(NamedTuple):
     gather_exposed: Value  # the parameters' all-gather at ZeRO 1/2 (s)
     stage_dense: Value  # the larger of the first and last stage's dense parameters on one GPU
     stage_expert: Value  # its expert parameters on one GPU
+    first: tuple[Value, Value]  # the first stage's (dense, expert) parameters on one GPU
+    last: tuple[Value, Value]  # the last stage's (the first's where p = 1)
 
 
 def data_parallel_exposed(
@@ -107,10 +109,9 @@ def data_parallel_exposed(
     pipe: Pipeline,
 ) -> DataParallel:
     """The exposed gradient reduction of the stages that can be slowest, and the parameter gather."""
-    t, p, e, zero = lay.tp, lay.pp, lay.ep, lay.zero
+    t, p, zero = lay.tp, lay.pp, lay.zero
     t_f, t_b, recompute = times.t_f, times.t_b, rc.recompute
-    embed_params, dense_gpu, expert_params = params.embed_params, params.dense_gpu, params.expert_params
-    etp, expert_dp, expert_stride = params.etp, params.expert_dp, params.expert_stride
+    embed_params, expert_dp, expert_stride = params.embed_params, params.expert_dp, params.expert_stride
     grad_overlap, param_overlap, dp_group = comm.grad_overlap, comm.param_overlap, comm.dp_group
     rs3, ar_grads, tp_backward = comm.rs3, comm.ar_grads, comm.tp_backward
     cp_backward, ep_layer = comm.cp_backward, comm.ep_layer
@@ -141,29 +142,15 @@ def data_parallel_exposed(
     n_one, n_end = n_first + jnp.where(is_one, mtp, 0.0), n_last + mtp
     dp_sync = exposed(n_one, True, is_one, 0.0)
     dp_sync = jnp.maximum(dp_sync, jnp.where(exists[1], exposed(n_mid, False, False, n_mid * beta), 0.0))
-    last = jnp.where(exists[2], exposed(n_end, False, True, (p - 1.0) * n_end * beta), 0.0)
-    dp_sync = jnp.maximum(dp_sync, last)
+    dp_sync = jnp.maximum(
+        dp_sync, jnp.where(exists[2], exposed(n_end, False, True, (p - 1.0) * n_end * beta), 0.0)
+    )
     # none where neither group has two GPUs (expert DP's alone at dp x cp 1: a review, TP 4 of EP 1 priced none)
     dp_sync = jnp.where((zero >= 3) | ((dp_group <= 1) & (expert_dp <= 1)), 0.0, dp_sync)
-    # The first stage holds the embedding (and, alone in the pipeline, an untied output layer); the last
-    # holds the output layer (Megatron keeps a copy of tied embeddings there). Dense parameters are sharded
-    # over the dp x cp GPUs, expert parameters over the expert data-parallel group (Megatron-Core's
-    # expert optimizer: world / (etp ep pp) GPUs).
-    # Each MTP depth adds a layer's parameters, its projection's 2 h^2 / t and its three norms' 3 h; on a last
-    # stage that is not the first, MTP's embedding is a copy of the first stage's (Megatron-Core's GPTModel
-    # builds the embedding where ``pre_process or mtp_process``), kept and updated as the tied output layer's is.
-    dense_layer, expert_layer = dense_gpu, expert_params / (etp * e)
-    h = arch.hidden
-    mtp_extra = 2.0 * h * h / t + 3.0 * h
-    first_dense = (
-        n_one * dense_layer
-        + (n_one - n_first) * mtp_extra
-        + embed_params * (1.0 + jnp.where(is_one, untied, 0.0))
-    )
-    last_dense = n_end * dense_layer + mtp * mtp_extra + embed_params * (1.0 + jnp.where(mtp > 0, 1.0, 0.0))
-    first_is_larger = (first_dense + n_one * expert_layer >= last_dense + n_end * expert_layer) | ~exists[2]
-    stage_dense = jnp.where(first_is_larger, first_dense, last_dense)
-    stage_expert = jnp.where(first_is_larger, n_one, n_end) * expert_layer
+    first, last = stage_params(arch, lay, params, pipe)
+    first_is_larger = (first[0] + first[1] >= last[0] + last[1]) | ~exists[2]
+    stage_dense = jnp.where(first_is_larger, first[0], last[0])
+    stage_expert = jnp.where(first_is_larger, first[1], last[1])
     gather = scatter_or_gather(stage_dense * dev.param_bytes, dp_group, t, lay) + scatter_or_gather(
         stage_expert * dev.param_bytes, expert_dp, expert_stride, lay
     )
@@ -174,8 +161,42 @@ def data_parallel_exposed(
     hidden_gather = jnp.where(param_overlap, jnp.maximum(0.0, gather - n_first * forward), gather)
     gather_exposed = jnp.where((zero >= 1) & (zero < 3), hidden_gather, 0.0)
     return DataParallel(
-        dp_sync=dp_sync, gather_exposed=gather_exposed, stage_dense=stage_dense, stage_expert=stage_expert
+        dp_sync=dp_sync,
+        gather_exposed=gather_exposed,
+        stage_dense=stage_dense,
+        stage_expert=stage_expert,
+        first=first,
+        last=last,
     )
+
+
+def stage_params(
+    arch: Arch, lay: Parallelism, params: LayerParams, pipe: Pipeline
+) -> tuple[tuple[Value, Value], tuple[Value, Value]]:
+    """The first and the last stage's (dense, expert) parameters on one GPU (the last is the first where p = 1).
+
+    The first stage holds the embedding (and, alone in the pipeline, an untied output layer); the last holds the
+    output layer (Megatron keeps a copy of tied embeddings there). Each MTP depth adds a layer's parameters, its
+    projection's 2 h^2 / t and its three norms' 3 h; on a last stage that is not the first, MTP's embedding is a
+    copy of the first stage's (Megatron-Core's GPTModel builds the embedding where ``pre_process or
+    mtp_process``), kept and updated as the tied output layer's is. Dense parameters are sharded over the dp x cp
+    GPUs, expert parameters over the expert data-parallel group (Megatron-Core's expert optimizer: world /
+    (etp ep pp) GPUs)."""
+    t, h, mtp, untied = lay.tp, arch.hidden, arch.mtp_layers, 1.0 - arch.tied
+    n_first, n_last, is_one, exists = pipe.n_first, pipe.n_last, pipe.is_one, pipe.exists
+    n_one, n_end = n_first + jnp.where(is_one, mtp, 0.0), n_last + mtp
+    dense_layer, expert_layer = params.dense_gpu, params.expert_params / (params.etp * lay.ep)
+    embed_params = params.embed_params
+    mtp_extra = 2.0 * h * h / t + 3.0 * h
+    first_dense = (
+        n_one * dense_layer
+        + (n_one - n_first) * mtp_extra
+        + embed_params * (1.0 + jnp.where(is_one, untied, 0.0))
+    )
+    last_dense = n_end * dense_layer + mtp * mtp_extra + embed_params * (1.0 + jnp.where(mtp > 0, 1.0, 0.0))
+    first = (first_dense, n_one * expert_layer)
+    last = (jnp.where(exists[2], last_dense, first_dense), jnp.where(exists[2], n_end, n_one) * expert_layer)
+    return first, last
 
 
 def optimizer_step(

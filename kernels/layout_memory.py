@@ -15,8 +15,8 @@ parameters over the expert data-parallel group D c t / (e etp) (Megatron-Core's 
 optimizer; etp the expert TP degree: each expert's matrices split over etp GPUs, its E / e experts per
 GPU), and activations per layer and micro-batch of b (s / c) tokens
 
-    A = b (s / c) h (u_ + s_ / t) + 5 a b (s / c) s / t     (no recompute; the score
-                                                             term absent with flash attention)
+    A = b (s / c) h (u_ + s_ / t) + (2 + 3 d) a b (s / c) s / t   (no recompute; the score
+                                                                   term absent with flash attention)
     all  = 4 + (g + d + (2 + g) w_q / h + 4 w_kv / h) + ((L - L_e) mlp + L_e moe) / L
     mlp  = g + d + ((4 or 2) + g) f / h      (fc1's input and the dropout mask; fused SwiGLU
                                               saves only its 2f input, GELU its input, and
@@ -33,7 +33,9 @@ GPU), and activations per layer and micro-batch of b (s / c) tokens
 What recomputation drops from A is in :mod:`kernels.layout_recompute`.
 
 Activations are held for min(m, p) micro-batches on the first stage (Narayanan: p in flight under
-1F1B), times 1 + (p - 1) / (p V) when interleaved, for all but ``offload_layers`` of a
+1F1B), times 1 + (p - 1) / (p V) when interleaved, and on the last for one under 1F1B, min(m V, (V - 1) p + 1) / V
+interleaved (its (V - 1) p warm-up chunks and the one running, each n / V layers: Megatron-Core's
+schedules.py, NVIDIA/Megatron-LM@d98e8a64), for all but ``offload_layers`` of a
 stage's layers (Megatron-Core's --cpu-offloading-num-layers moves their activations to the
 host; at least one layer stays; the copies are taken to hide behind compute; only at p = 1 without
 recomputation, status rule 13, as Megatron-Core allows it), with each
@@ -45,9 +47,11 @@ Megatron-LM's theoretical_memory_usage.py). The last stage also runs the D multi
 projection's 2h-wide input and its final norm's input, (6 + 2 g) b (s / c) h (/ t with SP), and its own fp32
 logits and output-layer input, 4 b (s / c) (v + h) / t:
 
-    A_last = (n_last + D) A_kept + (1 + D) 4 b (s / c) (v + h) / t + D (6 + 2 g) b (s / c) h / (t if SP else 1)
+    A_last = (n_last + D) A_kept F_last + (1 + D) 4 b (s / c) (v + h) / t
+             + D (6 + 2 g) b (s / c) h / (t if SP else 1)      (F_last: the last stage's micro-batches in flight)
 
-The larger stage must fit the usable memory,
+Each of the first and the last stage holds its own parameters' states (the embedding on the first, the output
+layer and MTP on the last) with its own activations; the larger of the two must fit the usable memory,
 ``usable`` x the capacity the driver reports: ``fits``, and ``memory_free_gb`` what it
 leaves (negative: what it lacks).
 """
@@ -142,9 +146,10 @@ def activations_per_layer(arch: Arch, dev: Device, lay: Parallelism, work: Layer
     latent_bytes = tokens * (2.0 + g_in) * latent_norms
     total_lin = 4.0 + attention_act + ffn_act  # the two norms' inputs, attention, MLP: 34 for GPT-3's shape
     unsplit = jnp.where(sp | (t <= 1), 0.0, 4.0 + 2.0 * (g_in + mask))  # norms' and blocks' inputs, masks
-    # Attention scores (softmax output, dropout mask and output: 5 a s^2 b bytes) exist only unfused; a
-    # flash-attention kernel keeps them on chip (Dao et al., NeurIPS 2022).
-    score_bytes = jnp.where(lay.attention > 0, 0.0, 5.0 * a * tokens * s / t)
+    # Attention scores exist only unfused: the softmax output (2 a s^2 b bytes) and, where the model trains with
+    # dropout, its mask (1) and output (2): Korthikanti's 5 a s^2 b. Without dropout PyTorch's dropout at p = 0
+    # returns its input, so neither exists. A flash-attention kernel keeps them on chip (Dao et al., NeurIPS 2022).
+    score_bytes = jnp.where(lay.attention > 0, 0.0, (2.0 + 3.0 * mask) * a * tokens * s / t)
     lin_bytes = tokens * h * (unsplit + (total_lin - unsplit) / t) + latent_bytes
     act_layer = lin_bytes + score_bytes  # activation bytes written by a layer's forward (no recompute)
     return LayerActivations(
@@ -172,17 +177,17 @@ def memory_per_gpu(
     n_last: Value,
     is_one: Value,
     dp_group: Value,
-    stage_dense: Value,
-    stage_expert: Value,
+    first: tuple[Value, Value],
+    last: tuple[Value, Value],
     adam_states: Value,
 ) -> Value:
-    """Bytes on one GPU of the stage that holds the most: its parameters' states as ZeRO shards them, the
-    gathered layers under ZeRO-3, and the activations in flight.
+    """Bytes on one GPU of the stage that holds the most, the first or the last: its parameters' states as ZeRO
+    shards them and its activations in flight, each stage its own, and the gathered layers under ZeRO-3.
 
     ``full``: full recomputation (bool); ``act_recomputed``: activation bytes a layer keeps otherwise;
     ``n_first``, ``n_last``: layers on the first and last stage; ``is_one``: p = 1; ``dp_group``: D c;
-    ``stage_dense``, ``stage_expert``: the larger stage's parameters on one GPU; ``adam_states``: bytes per
-    parameter of Adam's master weight and moments."""
+    ``first``, ``last``: each stage's (dense, expert) parameters on one GPU (the same where p = 1);
+    ``adam_states``: bytes per parameter of Adam's master weight and moments."""
     h, v, mask = arch.hidden, arch.vocab, arch.dropout
     t, p, V, zero = lay.tp, lay.pp, lay.schedule, lay.zero
     expert_dp = params.expert_dp
@@ -194,10 +199,15 @@ def memory_per_gpu(
             + adam_states / jnp.where(zero >= 1, group, 1.0)
         )
 
-    states = stage_dense * states_per_param(dp_group) + stage_expert * states_per_param(expert_dp)
+    def states(stage: tuple[Value, Value]) -> Value:
+        return stage[0] * states_per_param(dp_group) + stage[1] * states_per_param(expert_dp)
+
     act_full = 2.0 * tokens * h / jnp.where(sp, t, 1.0)
     act_kept = jnp.where(full, act_full, act_recomputed)
     in_flight = jnp.minimum(m, p) * jnp.where(V > 1, 1.0 + (p - 1.0) / (p * V), 1.0)
+    # The last stage holds one micro-batch under 1F1B; interleaved, its (V - 1) p warm-up chunks and the one
+    # running (Megatron-Core's schedules.py: the last rank's warm-up), each chunk n / V of its layers.
+    last_flight = jnp.where(is_one, in_flight, jnp.minimum(m * V, (V - 1.0) * p + 1.0) / V)
     # The first stage also keeps each micro-batch's token ids (8 bytes) and embedding dropout mask (h bytes);
     # the last, the fp32 logits and the fp32 input of the output layer.
     embed_act = in_flight * tokens * (8.0 + h * mask) / jnp.where(sp, t, 1.0)
@@ -211,12 +221,18 @@ def memory_per_gpu(
     def on_gpu(n: Value) -> Value:  # a stage's layers whose activations stay (the rest offloaded to the CPU)
         return n - jnp.clip(lay.offload_layers, 0.0, jnp.maximum(n - 1.0, 0.0))
 
-    activations = jnp.maximum(
-        on_gpu(n_first) * act_kept * in_flight + embed_act,
-        on_gpu(n_last + mtp) * act_kept * jnp.where(is_one, in_flight, 1.0)
+    first_acts = on_gpu(n_first) * act_kept * in_flight + embed_act
+    last_acts = (
+        on_gpu(n_last + mtp) * act_kept * last_flight
         + (1.0 + mtp) * head_act
         + mtp_act
-        + jnp.where(is_one, embed_act, 0.0),
+        + jnp.where(is_one, embed_act, 0.0)
+    )
+    # Each stage's own parameters with its own activations (p = 1: one stage, the last's terms).
+    held = jnp.where(
+        is_one,
+        states(first) + jnp.maximum(first_acts, last_acts),
+        jnp.maximum(states(first) + first_acts, states(last) + last_acts),
     )
     # This layer's gathered parameters and the next's: the dense share over the D c GPUs, the experts' over their
     # expert data-parallel group; a group of one holds its parameters whole, and gathers nothing.
@@ -224,5 +240,5 @@ def memory_per_gpu(
         expert_dp > 1, params.expert_params / (params.etp * lay.ep), 0.0
     )
     gathered = jnp.where(zero >= 3, 2.0 * sharded * dev.param_bytes, 0.0)
-    memory = states + gathered + activations
+    memory = held + gathered
     return memory

@@ -913,7 +913,8 @@ def layout_step(arch, dev, lay):
     unsplit = 0 if (sp or t <= 1) else 4 + 2 * (g + d)
     # MLA's latents are not split over the TP group
     lin_bytes = tokens * h * (unsplit + (lin - unsplit) / t) + tokens * (2 + g) * lat
-    score_bytes = 0.0 if lay["attention"] else 5 * a * tokens * s / t  # flash attention keeps scores on chip
+    # softmax output, and the dropout mask and output where the model has dropout; flash keeps none
+    score_bytes = 0.0 if lay["attention"] else (2 + 3 * d) * a * tokens * s / t
     flash = bool(lay["attention"])
     core_rate = dev["half_peak"] * (lay["attention_efficiency"] if flash else lay["efficiency"])
     tau = dev["gemm_latency"]  # fixed time of one matrix kernel
@@ -1264,7 +1265,9 @@ def layout_step(arch, dev, lay):
             + adam / (n if zero >= 1 else 1)
         )
 
-    states = stage_dense * per_param(group) + stage_expert * per_param(expert_dp)
+    def states(stage):  # a stage's (dense, expert) parameters' bytes as ZeRO shards them
+        return stage[0] * per_param(group) + stage[1] * per_param(expert_dp)
+
     if full:
         kept = 2 * tokens * h / (t if sp else 1)
     elif per_op:
@@ -1272,6 +1275,8 @@ def layout_step(arch, dev, lay):
     else:
         kept = lin_bytes - tokens * h * dropped + (0.0 if mods["core_attn"] else score_bytes)
     flight = min(m, p) * (1 + (p - 1) / (p * V) if V > 1 else 1)
+    # the last rank's in flight: one under 1F1B; interleaved its (V - 1) p warm-up chunks and one, n / V layers each
+    last_flight = flight if p == 1 else min(m * V, (V - 1) * p + 1) / V
     ids_and_mask = flight * tokens * (8 + h * d) / (t if sp else 1)
     head = 4 * tokens * (v + h) / t
 
@@ -1280,16 +1285,19 @@ def layout_step(arch, dev, lay):
 
     # each MTP depth keeps a layer's, its logits', and its norms' and projection's inputs (2 + 2 + 2 g + 2 bytes)
     mtp_kept = D * (head + tokens * h * (6 + 2 * g) / (t if sp else 1))
-    acts = max(
-        kept_layers(counts[0]) * kept * flight + ids_and_mask,
-        kept_layers(counts[-1] + D) * kept * (flight if p == 1 else 1)
-        + head
-        + mtp_kept
-        + (ids_and_mask if p == 1 else 0.0),
+    first_acts = kept_layers(counts[0]) * kept * flight + ids_and_mask
+    last_acts = (
+        kept_layers(counts[-1] + D) * kept * last_flight + head + mtp_kept + (ids_and_mask if p == 1 else 0.0)
+    )
+    # each stage's own states with its own activations; one stage (p = 1) holds both
+    held = (
+        states(first) + max(first_acts, last_acts)
+        if p == 1
+        else max(states(first) + first_acts, states(last) + last_acts)
     )
     # ZeRO-3's gathered layers (this one and the next): a group of one holds its parameters whole, gathers none
     sharded = (dense_gpu if group > 1 else 0.0) + (experts / (etp * e) if expert_dp > 1 else 0.0)
-    memory = states + acts + (2 * sharded * dev["param_bytes"] if zero >= 3 else 0.0)
+    memory = held + (2 * sharded * dev["param_bytes"] if zero >= 3 else 0.0)
     out["ep_on_nics"] = float(ep_nic)
     out.update(
         iteration_time=time,

@@ -28,6 +28,44 @@ def test_activation_memory_from_korthikanti_table_2():
     assert (none97["memory_gb"] - none["memory_gb"]) * 1e9 - states == pytest.approx(without_sp, rel=1e-9)
 
 
+def test_unfused_scores_keep_dropouts_mask_and_output_only_with_dropout():
+    # A review: the score term was Korthikanti's 5 a s^2 b (softmax output 2, dropout mask 1, dropout output 2)
+    # on every model; one trained without dropout keeps the softmax output alone (PyTorch's dropout at p = 0
+    # returns its input), 2 a s^2 b: Llama-like models with --attention unfused were charged 2.5 times it.
+    s, b, a, t, layers = 2048, 1, 96, 8, 96
+    case = dict(sequence_parallel=1, recompute=0, pp=1, global_batch=1)
+    for dropout, per_score in ((1, 5), (0, 2)):
+        unfused = run_one(gpt3_case(**case, attention=0, dropout=dropout))
+        flash = run_one(gpt3_case(**case, attention=1, dropout=dropout))
+        scores = per_score * a * s * s * b / t * layers
+        assert (unfused["memory_gb"] - flash["memory_gb"]) * 1e9 == pytest.approx(scores, rel=1e-9), dropout
+
+
+def test_interleaving_keeps_the_last_stages_warm_up_chunks_in_flight():
+    # A review: the last stage was charged one micro-batch whatever the schedule; Megatron-Core's interleaved
+    # schedule runs (V - 1) p warm-up chunks on the last rank before its first backward, so it holds
+    # min(m V, (V - 1) p + 1) chunks of n / V layers. A large vocabulary makes the last stage the larger one.
+    s, b, h, t, p, V, m = 2048, 1, 12288, 8, 8, 2, 64
+    case = dict(layers=16, vocab=256000, gpus=64, pp=p, global_batch=m, sequence_parallel=1, recompute=2)
+    one, two = run_one(gpt3_case(**case)), run_one(gpt3_case(**case, schedule=V))
+    kept = 2 * s * b * h / t  # full recomputation keeps each layer's input, split by SP
+    flight = min(m * V, (V - 1) * p + 1) / V  # 4.5 micro-batches of the stage's two layers, not 1
+    assert (two["memory_gb"] - one["memory_gb"]) * 1e9 == pytest.approx(2 * kept * (flight - 1), rel=1e-9)
+
+
+def test_each_stage_holds_its_own_parameters_with_its_own_activations():
+    # A review: the larger stage's parameters (the last's, with an MTP depth) were added to the larger stage's
+    # activations (the first's, p micro-batches in flight), a stage that does not exist. GPT-3 over two stages
+    # of 48 layers, one MTP depth: the first stage is the larger, its own states and activations.
+    s, b, h, a, t, v, p = 2048, 1, 12288, 96, 8, 51200, 2
+    first = run_one(gpt3_case(gpus=16, pp=p, global_batch=16, sequence_parallel=1, mtp_layers=1))
+    layer, embed = (12 * h * h + 2 * h) / t, v * h / t  # one GPU's share of a layer and of the embedding
+    states = (48 * layer + embed) * (2 + 2 + 4 + 2 * 4)
+    kept = s * b * h * (34 / t + 5 * a * s / (h * t))  # Korthikanti's Table 2 with SP, no recompute
+    ids_and_masks = s * b * (8 + h) / t  # each micro-batch's token ids and embedding dropout mask
+    assert first["memory_gb"] * 1e9 == pytest.approx(states + p * (48 * kept + ids_and_masks), rel=1e-9)
+
+
 def test_memory_agrees_with_megatrons_formula_on_random_layouts():
     # Megatron-LM's theoretical_memory_usage.py (distributed optimizer, SP, selective recompute) with the terms
     # it lacks added on both sides (reference.megatron_memory): the kernel's first stage within 2%.
