@@ -88,7 +88,8 @@ def fifo_end(prev_end: Value, start: Value, count: Value, ready_every: Value, du
 
 
 class DataParallel(NamedTuple):
-    """The data-parallel time the step waits on, and the larger stage's parameters on one GPU."""
+    """The data-parallel time the step waits on, the larger stage's parameters on one GPU, and each of the first and
+    the last stage's."""
 
     dp_sync: Value  # the gradients' reduction exposed after the slowest stage's backward (s)
     gather_exposed: Value  # the parameters' all-gather at ZeRO 1/2 (s)

@@ -35,7 +35,9 @@ What recomputation drops from A is in :mod:`kernels.layout_recompute`.
 Activations are held for min(m, p) micro-batches on the first stage (Narayanan: p in flight under
 1F1B), times 1 + (p - 1) / (p V) when interleaved, and on the last for one under 1F1B, min(m V, (V - 1) p + 1) / V
 interleaved (its (V - 1) p warm-up chunks and the one running, each n / V layers: Megatron-Core's
-schedules.py, NVIDIA/Megatron-LM@d98e8a64), for all but ``offload_layers`` of a
+schedules.py, NVIDIA/Megatron-LM@d98e8a64; its MTP depths, on its last chunk, for one), and with
+--overlap-moe-expert-parallel-comm one more chunk on every stage (a micro-batch where p = 1: the warm-up's extra
+forward), for all but ``offload_layers`` of a
 stage's layers (Megatron-Core's --cpu-offloading-num-layers moves their activations to the
 host; at least one layer stays; the copies are taken to hide behind compute; only at p = 1 without
 recomputation, status rule 13, as Megatron-Core allows it), with each
@@ -47,7 +49,7 @@ Megatron-LM's theoretical_memory_usage.py). The last stage also runs the D multi
 projection's 2h-wide input and its final norm's input, (6 + 2 g) b (s / c) h (/ t with SP), and its own fp32
 logits and output-layer input, 4 b (s / c) (v + h) / t:
 
-    A_last = (n_last + D) A_kept F_last + (1 + D) 4 b (s / c) (v + h) / t
+    A_last = (n_last F_last + D) A_kept + (1 + D) 4 b (s / c) (v + h) / t
              + D (6 + 2 g) b (s / c) h / (t if SP else 1)      (F_last: the last stage's micro-batches in flight)
 
 Each of the first and the last stage holds its own parameters' states (the embedding on the first, the output
@@ -61,7 +63,7 @@ from typing import NamedTuple
 import jax.numpy as jnp
 
 from netsweep_jax.kernels.layout_compute import LayerWork
-from netsweep_jax.kernels.layout_inputs import Arch, Device, Parallelism, Value
+from netsweep_jax.kernels.layout_inputs import Arch, Device, Parallelism, Value, has_bit
 
 
 class LayerParams(NamedTuple):
@@ -162,6 +164,27 @@ def activations_per_layer(arch: Arch, dev: Device, lay: Parallelism, work: Layer
     )
 
 
+def micro_batches_in_flight(arch: Arch, lay: Parallelism, m: Value, is_one: Value) -> tuple[Value, Value]:
+    """The micro-batches whose activations the first and the last stage hold at once (units of a stage's layers).
+
+    The first stage min(m, p) under 1F1B, times 1 + (p - 1) / (p V) interleaved; the last one under 1F1B, its
+    (V - 1) p warm-up chunks and the one running interleaved, each chunk n / V of its layers: min(m V, (V - 1) p
+    + 1) / V (Megatron-Core's schedules.py, the last rank's warm-up). --overlap-moe-expert-parallel-comm runs one
+    more micro-batch's forward before the 1F1B steps, a chunk on every rank when interleaved, a micro-batch
+    without a pipeline (schedules.py get_pp_rank_microbatches and combined_1f1b_schedule_for_no_pipelining; on a
+    MoE model, where it needs interleaving if p > 1, status rule; a dense model has no all-to-all to hide and
+    runs the plain schedule)."""
+    p, V = lay.pp, lay.schedule
+    a2a = jnp.where(has_bit(lay.overlap, 8.0) & (arch.experts > 0), 1.0, 0.0)
+    first = jnp.where(
+        is_one,
+        jnp.minimum(m, 1.0 + a2a),
+        jnp.minimum(m, p) * jnp.where(V > 1, 1.0 + (p - 1.0) / (p * V), 1.0) + a2a / V,
+    )
+    last = jnp.where(is_one, first, jnp.minimum(m * V, (V - 1.0) * p + 1.0 + a2a) / V)
+    return first, last
+
+
 def memory_per_gpu(
     arch: Arch,
     dev: Device,
@@ -189,7 +212,7 @@ def memory_per_gpu(
     ``first``, ``last``: each stage's (dense, expert) parameters on one GPU (the same where p = 1);
     ``adam_states``: bytes per parameter of Adam's master weight and moments."""
     h, v, mask = arch.hidden, arch.vocab, arch.dropout
-    t, p, V, zero = lay.tp, lay.pp, lay.schedule, lay.zero
+    t, zero = lay.tp, lay.zero
     expert_dp = params.expert_dp
 
     def states_per_param(group: Value) -> Value:  # bytes per parameter sharded over ``group`` by ZeRO
@@ -204,10 +227,7 @@ def memory_per_gpu(
 
     act_full = 2.0 * tokens * h / jnp.where(sp, t, 1.0)
     act_kept = jnp.where(full, act_full, act_recomputed)
-    in_flight = jnp.minimum(m, p) * jnp.where(V > 1, 1.0 + (p - 1.0) / (p * V), 1.0)
-    # The last stage holds one micro-batch under 1F1B; interleaved, its (V - 1) p warm-up chunks and the one
-    # running (Megatron-Core's schedules.py: the last rank's warm-up), each chunk n / V of its layers.
-    last_flight = jnp.where(is_one, in_flight, jnp.minimum(m * V, (V - 1.0) * p + 1.0) / V)
+    in_flight, last_flight = micro_batches_in_flight(arch, lay, m, is_one)
     # The first stage also keeps each micro-batch's token ids (8 bytes) and embedding dropout mask (h bytes);
     # the last, the fp32 logits and the fp32 input of the output layer.
     embed_act = in_flight * tokens * (8.0 + h * mask) / jnp.where(sp, t, 1.0)
@@ -221,9 +241,10 @@ def memory_per_gpu(
     def on_gpu(n: Value) -> Value:  # a stage's layers whose activations stay (the rest offloaded to the CPU)
         return n - jnp.clip(lay.offload_layers, 0.0, jnp.maximum(n - 1.0, 0.0))
 
+    # The last stage's MTP depths run on its last chunk alone (GPTModel's mtp_on_this_rank): one micro-batch.
     first_acts = on_gpu(n_first) * act_kept * in_flight + embed_act
     last_acts = (
-        on_gpu(n_last + mtp) * act_kept * last_flight
+        (on_gpu(n_last + mtp) + (last_flight - 1.0) * n_last) * act_kept
         + (1.0 + mtp) * head_act
         + mtp_act
         + jnp.where(is_one, embed_act, 0.0)

@@ -43,12 +43,20 @@ within 1e-5 below an entry takes it, and so does a count's floor below an intege
                  crosses the node's NVLink once (GPU to GPU) and the search charges each link the speed
                  of every channel it carries: s = min(s, W / c);  the tree on two nodes (N = 2) runs at
                  s_t = max(s, speed(min(2 s, W / c))) (its second pass), elsewhere s_t = s
-    NVLS         (a >= 2, S, p >= 2) c_n = min(32, p) heads;  s_n = speed(W / (c_n + 1)) (the search
+    NVLS         (a >= 2, S, p >= 2) c_n = min(32, p) heads inside one node; across nodes one head a NIC of
+                 the NCCL node, each on its own GPU, c_n = min(32, p, K_n) (ncclTopoSearchRecNet adds a head only
+                 while nChannels < netCount; tuning.cc skips NVLS and NVLSTree on a graph of fewer than 2
+                 channels: a host of one NIC runs neither across hosts);  s_n = speed(W / (c_n + 1)) (the search
                  charges every GPU's NVLink each channel's speed, and a head's twice: c_n + 1 channels'
                  worth on the link of a GPU that heads one);  across nodes the heads' NICs:
                  s_x = speed(min(K H / N r / c_n, 2 s_n)) (the second pass raises it up to twice s_n);
-                 inside one node s_x is unbounded
-    CollNet      direct: c_d = min(8, p) heads at s_d = speed(min(r, W / c_d)); chain: the ring's
+                 inside one node s_x is left unbounded, where NCCL's second pass raises bwInter only to its
+                 intra-node list's top (60 GB/s on Hopper, 90 on Blackwell) and its tuner takes the lesser: on
+                 Hopper W / (c_n + 1) is under 60 and nothing changes; on Blackwell the cap would price one
+                 B200 host's 1 GiB all-reduce 15% slower, where the measured GB300 rows of ../shared's
+                 nccl_tests.csv (about 838 GB/s busbw on 2 x 4 GPUs) run above the capped 720 GB/s
+    CollNet      direct: c_d = min(8, p, K_n) heads (one a NIC, as NVLS's) at s_d = speed(min(r, W / c_d));
+                 chain: the ring's
 
 The search's speeds set the channels; across nodes (N > 1) the channels then run,
 and are priced, at their share of the NICs' rate, not at the list's step (a 40 Gbit/s NIC, 5 GB/s, runs at 5,
@@ -600,9 +608,9 @@ def _graphs(q: _Group) -> _Graphs:
                  duplicated unless s < 25 or (a >= 2, s < 50, c0 > 4): c = min(2 c0, 32),
                  s = s / ceil(c / c0);  across nodes with p > 1 s = min(s, W / c) (each channel crosses the
                  node's NVLink once);  s_t = max(s, speed(min(2 s, W / c))) on two nodes, else s
-    NVLS         c_n = min(32, p);  s_n = speed(W / (c_n + 1));  s_x = speed(min(K H / N r / c_n, 2 s_n)) across
-                 nodes, unbounded inside one
-    CollNet      c_d = min(8, p);  s_d = speed(min(r, W / c_d))
+    NVLS         c_n = min(32, p), across nodes min(32, p, K_n);  s_n = speed(W / (c_n + 1));
+                 s_x = speed(min(K H / N r / c_n, 2 s_n)) across nodes, unbounded inside one
+    CollNet      c_d = min(8, p, K_n);  s_d = speed(min(r, W / c_d))
     """
     arch, multi, w, r, p = q.arch, q.multi, q.w, q.r, q.p
     speeds = _speed_list(arch, multi, q.dt)
@@ -623,7 +631,9 @@ def _graphs(q: _Group) -> _Graphs:
     two = multi & (q.nodes <= 2)
     st = jnp.where(two, jnp.maximum(s, _speed(speeds, jnp.minimum(2 * s, w / c))), s)
     # NVLS graph.
-    cn = jnp.clip(jnp.minimum(MAX_NVLS_ARITY, p), 1.0, None)
+    # Across nodes one NVLS head a NIC of the NCCL node, each on its own GPU (search.cc ncclTopoSearchRecNet adds a
+    # head only while the graph has fewer channels than NICs): a host of one NIC has one head (a fact-check).
+    cn = jnp.clip(jnp.minimum(MAX_NVLS_ARITY, jnp.where(multi, jnp.minimum(p, q.node_nics), p)), 1.0, None)
     # NCCL's search charges each channel's speed to every GPU's link with the NVSwitch, its head's twice (in and
     # out, search.cc's ncclTopoSearchTryNvls), so a GPU heading one of c_n channels carries c_n + 1: on two GB300
     # racks W / c_n had taken the inter-node list's 22 GB/s where 33 x 22 > W, and priced them faster than one
@@ -631,7 +641,7 @@ def _graphs(q: _Group) -> _Graphs:
     sn = _speed(speeds, w / (cn + 1))
     sx = jnp.where(multi, _speed(speeds, jnp.minimum(q.node_net / cn, 2 * sn)), jnp.inf)
     # CollNet direct graph.
-    cd = jnp.clip(jnp.minimum(MAX_DIRECT_ARITY, p), 1.0, None)
+    cd = jnp.clip(jnp.minimum(MAX_DIRECT_ARITY, jnp.minimum(p, q.node_nics)), 1.0, None)  # one head a NIC too
     sd = _speed(speeds, jnp.minimum(r, w / cd))
     return _Graphs(c, s, st, cn, sn, sx, cd, sd)
 
@@ -741,7 +751,8 @@ def _bus_bandwidths(
         jnp.minimum(tree_b * jnp.where(multi, 120.0 / 128.0, 7.0 / 9.0), c * m_tree128),
         tree_b,
     )
-    nvls_ok = (arch >= 2) & q.nvswitch & (p >= 2)
+    # tuning.cc skips NVLS and NVLSTree on a graph of fewer than two channels: across nodes, fewer than two heads
+    nvls_ok = (arch >= 2) & q.nvswitch & (p >= 2) & (~multi | (cn >= 2))
     b_i = sn * e_nvls * (cn - 1) / cn * jnp.where(ar, 2.0, (p - 1) / p)
     # NVLS's and NVLSTree's two sides, (B_nvl, B_net): each bus bandwidth the lesser (c_n min(a, b) is
     # min(c_n a, c_n b) to the bit, rounding being monotone)

@@ -1274,9 +1274,11 @@ def layout_step(arch, dev, lay):
         kept = op_bytes
     else:
         kept = lin_bytes - tokens * h * dropped + (0.0 if mods["core_attn"] else score_bytes)
-    flight = min(m, p) * (1 + (p - 1) / (p * V) if V > 1 else 1)
+    # --overlap-moe-expert-parallel-comm: one more micro-batch's forward in the warm-up (a chunk when interleaved)
+    a2a = 1 if switch["moe_a2a"] and arch["experts"] > 0 else 0  # a dense model runs the plain schedule
+    flight = min(m, 1 + a2a) if p == 1 else min(m, p) * (1 + (p - 1) / (p * V) if V > 1 else 1) + a2a / V
     # the last rank's in flight: one under 1F1B; interleaved its (V - 1) p warm-up chunks and one, n / V layers each
-    last_flight = flight if p == 1 else min(m * V, (V - 1) * p + 1) / V
+    last_flight = flight if p == 1 else min(m * V, (V - 1) * p + 1 + a2a) / V
     ids_and_mask = flight * tokens * (8 + h * d) / (t if sp else 1)
     head = 4 * tokens * (v + h) / t
 
@@ -1286,8 +1288,12 @@ def layout_step(arch, dev, lay):
     # each MTP depth keeps a layer's, its logits', and its norms' and projection's inputs (2 + 2 + 2 g + 2 bytes)
     mtp_kept = D * (head + tokens * h * (6 + 2 * g) / (t if sp else 1))
     first_acts = kept_layers(counts[0]) * kept * flight + ids_and_mask
+    # the MTP depths on the last chunk alone: one micro-batch in flight
     last_acts = (
-        kept_layers(counts[-1] + D) * kept * last_flight + head + mtp_kept + (ids_and_mask if p == 1 else 0.0)
+        (kept_layers(counts[-1] + D) + (last_flight - 1) * counts[-1]) * kept
+        + head
+        + mtp_kept
+        + (ids_and_mask if p == 1 else 0.0)
     )
     # each stage's own states with its own activations; one stage (p = 1) holds both
     held = (
@@ -1326,7 +1332,8 @@ def megatron_memory(arch, lay, grad_bytes):
     generalised to 4 + (3 + 4 w_q / h + 4 w_kv / h) + (3 + (6 or 4) f / h), times L / p layers and p
     micro-batches in flight (min(1, m / p) of them under 1F1B, 1 + (p - 1) / (p V) interleaved), plus
     8 s b p + s b h p of token ids and embedding dropout, and when p = 1 the output layer's 4 s b h (1 + v / h),
-    all over t. Megatron counts the first stage only; the last stage is added (below)."""
+    all over t. Megatron counts the first stage only; the last stage is added (below), with its interleaved
+    warm-up as Megatron-Core's schedule runs it."""
     L, h, v, f = arch["layers"], arch["hidden"], arch["vocab"], arch["ffn"]
     qw, kvw = arch["q_width"], arch["kv_width"]
     t, p, c, V, b = lay["tp"], lay["pp"], lay["cp"], lay["schedule"], lay["micro_batch"]
@@ -1345,13 +1352,15 @@ def megatron_memory(arch, lay, grad_bytes):
     if p == 1:
         acts += 4 * s * b * h * (1 + v / h)
         return weights + acts / t
-    # Megatron's formula is the first stage's; the last stage (L // p layers, one micro-batch, the output
-    # layer's 4 s b h (1 + v / h)) is added, and the larger taken, as a planner must.
+    # Megatron's formula is the first stage's; the last stage (L // p layers, one micro-batch under 1F1B and its
+    # (V - 1) p warm-up chunks and one interleaved, schedules.py; the output layer's 4 s b h (1 + v / h)) is
+    # added, and the larger taken, as a planner must.
     last_layers = L // p if L % p else layers
     last_params = last_layers * per_layer + v * h / t
+    last_flight = min(m * V, (V - 1) * p + 1) / V
     last = (
         last_params * (2 + grad_bytes + 12 / (dp * c))
-        + (last_layers * act_layer + 4 * s * b * h * (1 + v / h)) / t
+        + (last_layers * last_flight * act_layer + 4 * s * b * h * (1 + v / h)) / t
     )
     return max(weights + acts / t, last)
 
@@ -1487,10 +1496,10 @@ def nccl_collective(
     if multi and p > 1:  # every channel crosses the node's NVLink once: c s <= W
         s = min(s, w / c)
     st = max(s, nccl_speed(arch, multi, min(2 * s, w / c))) if multi and nodes <= 2 else s
-    cn = max(min(32, p), 1)
+    cn = max(min(32, p, node_nics) if multi else min(32, p), 1)  # across nodes one head a NIC (search.cc)
     sn = nccl_speed(arch, multi, w / (cn + 1))  # a head's link carries its channel twice (search.cc)
     sx = nccl_speed(arch, multi, min(nics * hosts / nodes * r / cn, 2 * sn)) if multi else math.inf
-    cd = max(min(8, p), 1)
+    cd = max(min(8, p, node_nics), 1)
     sd = nccl_speed(arch, multi, min(r, w / cd))
     ll = [39.0, 39.0, 20.4][i2] if multi else [39.0, 87.7, 141.0, 282.0][arch]
     step_speeds = (
@@ -1526,7 +1535,9 @@ def nccl_collective(
         bus[0] = [min(tb / 3.8, ll), min(tb * (120 / 128 if multi else 7 / 9), c * m_tree128), tb]
     else:
         bus[0] = [0, 0, 0]
-    nvls_ok = arch >= 2 and nvswitch and p >= 2
+    nvls_ok = (
+        arch >= 2 and nvswitch and p >= 2 and (not multi or cn >= 2)
+    )  # tuning.cc: no NVLS on one channel
     b_i = sn * e_nvls * (cn - 1) / cn * (2.0 if ar else (p - 1) / p)
     heads = collnet and p <= 8  # NCCL runs CollNet up to 8 ranks a node, NVLS's all-gather up to 32
     use_nvls = nvls_ok and ((ar and (not multi or collnet)) or (agrs and not multi and p <= 32))

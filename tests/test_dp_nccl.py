@@ -314,18 +314,23 @@ def test_nccl_chooses_for_the_nics_nominal_rate_so_a_higher_utilization_is_never
     # NCCL's search reads the NICs' nominal rate; --util is what the transport then delivers. Read at
     # --bw x --util, 1201 Gbit/s at 0.9 fell below the rate at which NCCL's channels step, and the transport
     # fixed (utilization 1) read 0.931x on 64 dgx-h100-superpod hosts of 2 NICs (a hunt).
+    # Since NVLS takes one head a NIC across hosts (NCCL's search), two NICs' NVLSTree is bound by its NVLink side,
+    # which the utilization does not slow: never slower, flat; one NIC runs no NVLS, and every step is faster.
     utilization = [0.85, 0.88, 0.9, 0.92, 0.95, 0.98, 1.0]
-    ds = evaluate(
-        "bert-large",
-        fabric="dgx-h100-superpod",
-        nodes=64,
-        nics_per_node=2,
-        bandwidth=1201,
-        utilization=utilization,
-        dtype="float64",
-    )
-    comm = ds["comm_time"].values.ravel()
-    assert comm.shape == (len(utilization),) and np.all(np.diff(comm) < 0), comm
+    for nics in (1, 2):
+        ds = evaluate(
+            "bert-large",
+            fabric="dgx-h100-superpod",
+            nodes=64,
+            nics_per_node=nics,
+            bandwidth=1201,
+            utilization=utilization,
+            dtype="float64",
+        )
+        comm = ds["comm_time"].values.ravel()
+        assert comm.shape == (len(utilization),) and np.all(
+            np.diff(comm) < 0 if nics == 1 else np.diff(comm) <= 0
+        )
 
 
 def test_the_paper_cnns_intra_node_rate_is_said_where_a_collective_reads_it():

@@ -36,6 +36,10 @@ def nccl_cases(seed, count):
         # NCCL's own choice (3), or an algorithm or protocol forced (3 + kernels.nccl.FORCINGS' index: nccl:ALGO
         # 4 to 10, nccl:PROTO 11 to 13).
         lay.update(collective=forcing.choice([3, 3, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]))
+        # SHARP's heads are one a NIC across hosts (NCCL's search), so its own choice seldom takes CollNet: a
+        # quarter of SHARP's cases force CollNet direct (6), which runs only with SHARP on
+        if lay["sharp"] and wiring.random() < 0.25:
+            lay.update(collective=6)
         cases.append((arch, dev, lay))
     return cases
 

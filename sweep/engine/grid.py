@@ -621,7 +621,8 @@ def _check_nccl_engine(
     # each GPUs-a-node's host counts grouped once, for every algorithm forced; its domain as the kernel's
     groups = {g: _domains(values["nodes"], g, _domain(fabric, g)) for g in values["gpus_per_node"]}
     return assumed_line(
-        _forced_fallbacks(c, gpus, kinds, values["gpus_per_node"], groups, fabric) for c in forced
+        _forced_fallbacks(c, gpus, kinds, values["gpus_per_node"], values["nics_per_node"], groups, fabric)
+        for c in forced
     )
 
 
@@ -630,28 +631,32 @@ def _forced_fallbacks(
     gpus: Sequence[str],
     kinds: Sequence[tuple[bool, str]],
     per_node: np.ndarray,
+    nics: np.ndarray,
     groups: Mapping[Any, Any],
     fabric: SweepFabric | None,
 ) -> str:
     """Where ``collective`` (``nccl:ALGO``) forces an algorithm NCCL cannot run on a sweep's workers (the kernel
     prices NCCL's own choice there, :mod:`sweep.model.nccl_forcing`): the phrase saying so ('' where it runs on
     every GPU, node count and GPUs a node). The workers' NVLink domain is the fabric's, else each host's; ``kinds``: the collectives it runs (:func:`_nccl_kinds`); ``groups``: each of
-    ``per_node`` (GPUs a node)'s :func:`_domains`."""
+    ``per_node`` (GPUs a node)'s :func:`_domains`; ``nics``: the sweep's NICs a node (NVLS's heads across domains,
+    one a NIC)."""
     name = forced_algorithm(collective)
     assert name is not None, "the caller passes forced algorithms only"
     misses: list[str] = []
     cases = count = 0
-    for gpu, g, (all_reduce, kind) in itertools.product(gpus, per_node, kinds):
+    for gpu, g, k, (all_reduce, kind) in itertools.product(gpus, per_node, nics, kinds):
         hosts, pairs, where = groups[g]
         ok = np.array([
             runs(name, all_reduce=all_reduce, arch=ARCH[die(gpu)], nvswitch=_domain(fabric, g) > 1,
-                 gpus_per_domain=float(per), domains=2.0 if multi else 1.0, collnet=bool(fabric and fabric.collnet))
+                 gpus_per_domain=float(per), domains=2.0 if multi else 1.0, collnet=bool(fabric and fabric.collnet),
+                 domain_nics=float(k * per / g))
             for multi, per in pairs
         ], bool)  # fmt: skip
         missed = hosts[~ok[where]]
         cases, count = cases + hosts.size, count + missed.size
+        with_nics = f" with {counted(int(k), 'NIC')}" if len(nics) > 1 else ""
         misses += [
-            f"{counted(int(h), 'node')} of {counted(int(g), gpu)}{kind}"
+            f"{counted(int(h), 'node')} of {counted(int(g), gpu)}{with_nics}{kind}"
             for h in missed[: max(0, 3 - len(misses))]
         ]
     if not misses:
