@@ -35,9 +35,9 @@ What recomputation drops from A is in :mod:`kernels.layout_recompute`.
 Activations are held for min(m, p) micro-batches on the first stage (Narayanan: p in flight under
 1F1B), times 1 + (p - 1) / (p V) when interleaved, and on the last for one under 1F1B, min(m V, (V - 1) p + 1) / V
 interleaved (its (V - 1) p warm-up chunks and the one running, each n / V layers: Megatron-Core's
-schedules.py, NVIDIA/Megatron-LM@d98e8a64; its MTP depths, on its last chunk, for one), and with
---overlap-moe-expert-parallel-comm one more chunk on every stage (a micro-batch where p = 1: the warm-up's extra
-forward), for all but ``offload_layers`` of a
+schedules.py, NVIDIA/Megatron-LM@d98e8a64; its MTP depths, on its last chunk, for one), with
+--overlap-moe-expert-parallel-comm one layer more on every stage (each forward layer kept as the previous
+micro-batch's backward frees one), for all but ``offload_layers`` of a
 stage's layers (Megatron-Core's --cpu-offloading-num-layers moves their activations to the
 host; at least one layer stays; the copies are taken to hide behind compute; only at p = 1 without
 recomputation, status rule 13, as Megatron-Core allows it), with each
@@ -164,25 +164,26 @@ def activations_per_layer(arch: Arch, dev: Device, lay: Parallelism, work: Layer
     )
 
 
-def micro_batches_in_flight(arch: Arch, lay: Parallelism, m: Value, is_one: Value) -> tuple[Value, Value]:
-    """The micro-batches whose activations the first and the last stage hold at once (units of a stage's layers).
+def micro_batches_in_flight(
+    arch: Arch, lay: Parallelism, m: Value, is_one: Value
+) -> tuple[Value, Value, Value]:
+    """The micro-batches whose activations the first and the last stage hold at once (units of a stage's layers),
+    and the layers more that the expert all-to-all's overlap holds (0 or 1).
 
     The first stage min(m, p) under 1F1B, times 1 + (p - 1) / (p V) interleaved; the last one under 1F1B, its
     (V - 1) p warm-up chunks and the one running interleaved, each chunk n / V of its layers: min(m V, (V - 1) p
-    + 1) / V (Megatron-Core's schedules.py, the last rank's warm-up). --overlap-moe-expert-parallel-comm runs one
-    more micro-batch's forward before the 1F1B steps, a chunk on every rank when interleaved, a micro-batch
-    without a pipeline (schedules.py get_pp_rank_microbatches and combined_1f1b_schedule_for_no_pipelining; on a
-    MoE model, where it needs interleaving if p > 1, status rule; a dense model has no all-to-all to hide and
-    runs the plain schedule)."""
+    + 1) / V (Megatron-Core's schedules.py, the last rank's warm-up). --overlap-moe-expert-parallel-comm runs each
+    step's forward layer by layer against the previous micro-batch's backward, which frees a layer as the forward
+    keeps one (its warm-up's extra chunk is the plain schedule's running one): one layer more on every stage
+    (NVIDIA/Megatron-LM@d98e8a64 schedules.py get_pp_rank_microbatches, model_chunk_schedule_plan.py's layer
+    pairs and release_state; on a MoE model alone: a dense model has no all-to-all to hide)."""
     p, V = lay.pp, lay.schedule
-    a2a = jnp.where(has_bit(lay.overlap, 8.0) & (arch.experts > 0), 1.0, 0.0)
     first = jnp.where(
-        is_one,
-        jnp.minimum(m, 1.0 + a2a),
-        jnp.minimum(m, p) * jnp.where(V > 1, 1.0 + (p - 1.0) / (p * V), 1.0) + a2a / V,
+        is_one, jnp.minimum(m, 1.0), jnp.minimum(m, p) * jnp.where(V > 1, 1.0 + (p - 1.0) / (p * V), 1.0)
     )
-    last = jnp.where(is_one, first, jnp.minimum(m * V, (V - 1.0) * p + 1.0 + a2a) / V)
-    return first, last
+    last = jnp.where(is_one, first, jnp.minimum(m * V, (V - 1.0) * p + 1.0) / V)
+    a2a_layer = jnp.where(has_bit(lay.overlap, 8.0) & (arch.experts > 0), 1.0, 0.0)
+    return first, last, a2a_layer
 
 
 def memory_per_gpu(
@@ -227,7 +228,7 @@ def memory_per_gpu(
 
     act_full = 2.0 * tokens * h / jnp.where(sp, t, 1.0)
     act_kept = jnp.where(full, act_full, act_recomputed)
-    in_flight, last_flight = micro_batches_in_flight(arch, lay, m, is_one)
+    in_flight, last_flight, a2a_layer = micro_batches_in_flight(arch, lay, m, is_one)
     # The first stage also keeps each micro-batch's token ids (8 bytes) and embedding dropout mask (h bytes);
     # the last, the fp32 logits and the fp32 input of the output layer.
     embed_act = in_flight * tokens * (8.0 + h * mask) / jnp.where(sp, t, 1.0)
@@ -242,9 +243,9 @@ def memory_per_gpu(
         return n - jnp.clip(lay.offload_layers, 0.0, jnp.maximum(n - 1.0, 0.0))
 
     # The last stage's MTP depths run on its last chunk alone (GPTModel's mtp_on_this_rank): one micro-batch.
-    first_acts = on_gpu(n_first) * act_kept * in_flight + embed_act
+    first_acts = (on_gpu(n_first) * in_flight + a2a_layer) * act_kept + embed_act
     last_acts = (
-        (on_gpu(n_last + mtp) + (last_flight - 1.0) * n_last) * act_kept
+        (on_gpu(n_last + mtp) + (last_flight - 1.0) * n_last + a2a_layer) * act_kept
         + (1.0 + mtp) * head_act
         + mtp_act
         + jnp.where(is_one, embed_act, 0.0)

@@ -15,7 +15,8 @@ Notation (every input an array; all broadcast together; float32 or float64 as ``
     W       NVLink per GPU as NCCL counts it, GB/s: links x NCCL's per-link rate (topo.h: 20 GB/s
             Volta/Ampere, 20.6 Hopper, 40.1 Blackwell), :func:`nvlink_gbs` from a datasheet's rate;
             0: no NVLink (PCIe, NCCL's PCI_BW 12 GB/s)
-    K, r    NICs per host and each one's rate, GB/s (Gbit/s / 8);  a: 0 Volta, 1 Ampere, 2 Hopper,
+    K, r    NICs per host and each one's rate, GB/s (Gbit/s / 8), as NCCL sees them: a host of more NICs
+            than GPUs as one device a GPU, K = g at r K / g (AWS's plugin groups them, below);  a: 0 Volta, 1 Ampere, 2 Hopper,
             3 Blackwell;  S: NVSwitch (NVLS possible from Hopper on);  C: in-network reduction
             (SHARP, NCCL's CollNet) enabled
     eta_net, eta_nvl, lambda   the fabric's constants: the fraction of NCCL's model bandwidth a
@@ -50,12 +51,17 @@ within 1e-5 below an entry takes it, and so does a count's floor below an intege
                  charges every GPU's NVLink each channel's speed, and a head's twice: c_n + 1 channels'
                  worth on the link of a GPU that heads one);  across nodes the heads' NICs:
                  s_x = speed(min(K H / N r / c_n, 2 s_n)) (the second pass raises it up to twice s_n);
+                 across nodes NCCL's search also starts s_n no higher than the GPU's path to its NIC
+                 (search.cc system->maxBw), which the model leaves out: the NVLink side runs at its NVLink
+                 and the heads' NICs are priced apart, B_net below (with the cap two DGX B200 hosts' 1 GiB
+                 all-reduce would take 4.12 ms, not 2.75, at efficiencies 1; no published row moves);
                  inside one node s_x is left unbounded, where NCCL's second pass raises bwInter only to its
                  intra-node list's top (60 GB/s on Hopper, 90 on Blackwell) and its tuner takes the lesser: on
                  Hopper W / (c_n + 1) is under 60 and nothing changes; on Blackwell the cap would price one
                  B200 host's 1 GiB all-reduce 15% slower, where the measured GB300 rows of ../shared's
                  nccl_tests.csv (about 838 GB/s busbw on 2 x 4 GPUs) run above the capped 720 GB/s
-    CollNet      direct: c_d = min(8, p, K_n) heads (one a NIC, as NVLS's) at s_d = speed(min(r, W / c_d));
+    CollNet      direct: c_d = min(8, p, K_n) heads (one a NIC, as NVLS's) at s_d = speed(min(r, W / c_d)),
+                 duplicated as the ring's up to min(8, p) channels;
                  chain: the ring's
 
 The search's speeds set the channels; across nodes (N > 1) the channels then run,
@@ -556,6 +562,15 @@ def _group(
     arch = jnp.asarray(fabric.arch, jnp.int32)
     g, hosts, dom = f(fabric.gpus_per_node), f(fabric.nodes), jnp.maximum(f(fabric.domain), 1.0)
     nics, r = f(fabric.nics), f(fabric.nic_gbs)
+    # A host of more NICs than GPUs is one network device a GPU to NCCL, its NICs' rates summed: AWS's plugin
+    # groups the NICs beside each GPU and reports their summed speed (aws/aws-ofi-nccl@2daf7d30
+    # src/nccl_ofi_topo.cpp create_groups_from_info_list, src/nccl_ofi_rdma.cpp ``port_speed *= max_group_size``;
+    # a p5's 32 x 100 Gbit/s EFA NICs are 8 devices of 400). The same bytes leave the host; NCCL's channels, NVLS
+    # heads and their speeds follow the devices (an InfiniBand host of more NICs than GPUs, which no preset has,
+    # is grouped so too: an assumption).
+    grouped = nics > g
+    r = jnp.where(grouped, r * nics / jnp.where(grouped, g, 1.0), r)
+    nics = jnp.where(grouped, g, nics)
     nvswitch = jnp.asarray(fabric.nvswitch, bool)
     collnet = jnp.asarray(fabric.collnet, bool)
     has_nvl = f(fabric.nvlink) > 0
@@ -610,7 +625,7 @@ def _graphs(q: _Group) -> _Graphs:
                  node's NVLink once);  s_t = max(s, speed(min(2 s, W / c))) on two nodes, else s
     NVLS         c_n = min(32, p), across nodes min(32, p, K_n);  s_n = speed(W / (c_n + 1));
                  s_x = speed(min(K H / N r / c_n, 2 s_n)) across nodes, unbounded inside one
-    CollNet      c_d = min(8, p, K_n);  s_d = speed(min(r, W / c_d))
+    CollNet      c_d = min(8, p, K_n);  s_d = speed(min(r, W / c_d)), duplicated as the ring's up to min(8, p)
     """
     arch, multi, w, r, p = q.arch, q.multi, q.w, q.r, q.p
     speeds = _speed_list(arch, multi, q.dt)
@@ -641,8 +656,15 @@ def _graphs(q: _Group) -> _Graphs:
     sn = _speed(speeds, w / (cn + 1))
     sx = jnp.where(multi, _speed(speeds, jnp.minimum(q.node_net / cn, 2 * sn)), jnp.inf)
     # CollNet direct graph.
-    cd = jnp.clip(jnp.minimum(MAX_DIRECT_ARITY, jnp.minimum(p, q.node_nics)), 1.0, None)  # one head a NIC too
-    sd = _speed(speeds, jnp.minimum(r, w / cd))
+    cd0 = jnp.clip(
+        jnp.minimum(MAX_DIRECT_ARITY, jnp.minimum(p, q.node_nics)), 1.0, None
+    )  # one head a NIC too
+    sd0 = _speed(speeds, jnp.minimum(r, w / cd0))
+    # duplicated as the ring's (ncclTopoDupChannels skips NVLS alone), up to its most channels, min(8, p): fewer
+    # heads than GPUs (fewer NICs) are doubled at half the speed (a review)
+    dup_d = (sd0 >= 25.0) & ~((arch >= 2) & (sd0 < 50.0) & (cd0 > 4))
+    cd = jnp.where(dup_d, jnp.minimum(2 * cd0, jnp.clip(jnp.minimum(MAX_DIRECT_ARITY, p), 1.0, None)), cd0)
+    sd = sd0 / jnp.ceil(cd / cd0)
     return _Graphs(c, s, st, cn, sn, sx, cd, sd)
 
 

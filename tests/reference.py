@@ -1274,11 +1274,11 @@ def layout_step(arch, dev, lay):
         kept = op_bytes
     else:
         kept = lin_bytes - tokens * h * dropped + (0.0 if mods["core_attn"] else score_bytes)
-    # --overlap-moe-expert-parallel-comm: one more micro-batch's forward in the warm-up (a chunk when interleaved)
-    a2a = 1 if switch["moe_a2a"] and arch["experts"] > 0 else 0  # a dense model runs the plain schedule
-    flight = min(m, 1 + a2a) if p == 1 else min(m, p) * (1 + (p - 1) / (p * V) if V > 1 else 1) + a2a / V
+    flight = min(m, p) * (1 + (p - 1) / (p * V) if V > 1 else 1)
     # the last rank's in flight: one under 1F1B; interleaved its (V - 1) p warm-up chunks and one, n / V layers each
-    last_flight = flight if p == 1 else min(m * V, (V - 1) * p + 1 + a2a) / V
+    last_flight = flight if p == 1 else min(m * V, (V - 1) * p + 1) / V
+    # --overlap-moe-expert-parallel-comm: each forward layer kept as the previous backward frees one: a layer more
+    a2a = 1 if switch["moe_a2a"] and arch["experts"] > 0 else 0  # a dense model runs the plain schedule
     ids_and_mask = flight * tokens * (8 + h * d) / (t if sp else 1)
     head = 4 * tokens * (v + h) / t
 
@@ -1287,10 +1287,10 @@ def layout_step(arch, dev, lay):
 
     # each MTP depth keeps a layer's, its logits', and its norms' and projection's inputs (2 + 2 + 2 g + 2 bytes)
     mtp_kept = D * (head + tokens * h * (6 + 2 * g) / (t if sp else 1))
-    first_acts = kept_layers(counts[0]) * kept * flight + ids_and_mask
+    first_acts = (kept_layers(counts[0]) * flight + a2a) * kept + ids_and_mask
     # the MTP depths on the last chunk alone: one micro-batch in flight
     last_acts = (
-        (kept_layers(counts[-1] + D) + (last_flight - 1) * counts[-1]) * kept
+        (kept_layers(counts[-1] + D) + (last_flight - 1) * counts[-1] + a2a) * kept
         + head
         + mtp_kept
         + (ids_and_mask if p == 1 else 0.0)
@@ -1464,6 +1464,8 @@ def nccl_collective(
     ``spine``: the spine's divisor of each channel's share of the NICs across nodes (1: none); ``peers``: an
     all-to-all's most ranks in one node, its NVLink side (0: p)."""
     spine = max(spine, 1.0)
+    if nics > g:  # one network device a GPU, the NICs beside it summed (aws-ofi-nccl's grouping)
+        nics, r = g, r * nics / g
     nodes = math.ceil(hosts / max(domain, 1))
     n = g * hosts
     p = n / nodes
@@ -1501,6 +1503,11 @@ def nccl_collective(
     sx = nccl_speed(arch, multi, min(nics * hosts / nodes * r / cn, 2 * sn)) if multi else math.inf
     cd = max(min(8, p, node_nics), 1)
     sd = nccl_speed(arch, multi, min(r, w / cd))
+    if sd >= 25 and not (
+        arch >= 2 and sd < 50 and cd > 4
+    ):  # duplicated as the ring's, up to min(8, p) channels
+        dup = min(2 * cd, max(min(8, p), 1))
+        sd, cd = sd / math.ceil(dup / cd), dup
     ll = [39.0, 39.0, 20.4][i2] if multi else [39.0, 87.7, 141.0, 282.0][arch]
     step_speeds = (
         s,

@@ -592,6 +592,20 @@ def test_nccl_runs_collnet_up_to_8_ranks_a_node_and_nvls_all_gather_up_to_32():
     assert run(0, 1e9, 4, 36, gb200, 4, 50.0, 3, algo=nccl.NVLS, **rack)[1] == "nvls"
 
 
+def test_a_host_of_more_nics_than_gpus_is_one_device_a_gpu_to_nccl():
+    # AWS's plugin groups the NICs beside each GPU into one NCCL device and reports their summed speed
+    # (aws/aws-ofi-nccl@2daf7d30 nccl_ofi_topo.cpp, nccl_ofi_rdma.cpp): a p5's 32 x 100 Gbit/s EFA NICs are 8
+    # devices of 400 to NCCL's search, so two such hosts are priced as hosts of 8 x 400 Gbit/s NICs, every size
+    # (a fact-check: 32 channels of 12 GB/s had been searched where NCCL builds 8 of 48; at 256 KiB to 4 MiB, where
+    # the channels' per-channel caps bind, they had differed: 4 MiB by 3%, tree for NVLSTree).
+    for x in (2.0**18, 2.0**20, 2.0**22, float(GIB)):
+        grouped, eight = run(0, x, 8, 2, H100_NVL, 32, 12.5, 2), run(0, x, 8, 2, H100_NVL, 8, 50.0, 2)
+        assert grouped[1:] == eight[1:]
+        assert grouped[0] == pytest.approx(eight[0], rel=1e-12)
+        twin = reference.nccl_collective(0, x, 8, 2, 1, H100_NVL, 32, 12.5, 2, True, False, 1.0, 1.0, 0.0)
+        assert twin[0] * 1e6 == pytest.approx(grouped[0], rel=1e-9)
+
+
 def test_nvls_and_collnet_direct_take_one_head_a_nic_across_hosts():
     # A fact-check against NCCL's search.cc (ncclTopoSearchRecNet adds an NVLS or CollNet head only while the graph
     # has fewer channels than NICs, each on its own GPU) and tuning.cc (no NVLS or NVLSTree on fewer than two
@@ -608,13 +622,14 @@ def test_nvls_and_collnet_direct_take_one_head_a_nic_across_hosts():
     # CollNet direct with one or two 100 Gbit/s NICs a host: c_d = K heads, each channel at the NIC's 12.5 GB/s
     # (its share; NCCL's step 12), f = 8 / c_d GPUs a head, B = c_d 12.5 / (f - (f - 1) / 2) x 0.85 (Hopper),
     # algbw B / 2: twice the bytes cost X / (1000 algbw eta_net) us more (latencies and the fill cancel). Eight
-    # heads on one NIC had been priced at the NIC's floor.
-    for nics in (1, 2):
-        f = 8 / nics
-        algbw = nics * 12.5 / (f - (f - 1) / 2) * 0.85 / 2
+    # heads on one NIC had been priced at the NIC's floor. One 400 Gbit/s NIC: its head's step, 48, is doubled
+    # as NCCL duplicates channels (a review): 2 channels at 24, each run at its share of the NIC, 25, f = 4.
+    for nics, rate, channels, speed in ((1, 12.5, 1, 12.5), (2, 12.5, 2, 12.5), (1, 50.0, 2, 25.0)):
+        f = 8 / channels
+        algbw = channels * speed / (f - (f - 1) / 2) * 0.85 / 2
         kw = dict(eta=eta, collnet=True, algo=2)
-        one, algo, _ = run(0, GIB, 8, 2, H100_NVL, nics, 12.5, 2, **kw)
-        two, _, _ = run(0, 2 * GIB, 8, 2, H100_NVL, nics, 12.5, 2, **kw)
+        one, algo, _ = run(0, GIB, 8, 2, H100_NVL, nics, rate, 2, **kw)
+        two, _, _ = run(0, 2 * GIB, 8, 2, H100_NVL, nics, rate, 2, **kw)
         assert algo == "collnet_direct" and two - one == pytest.approx(
             GIB / (1000 * algbw * eta[0]), rel=1e-9
         )

@@ -527,6 +527,11 @@ def test_what_is_not_one_run_of_every_rank_under_nccls_own_choice_is_refused(tmp
                 _check_turned_off(changed, fabric)
         else:
             _check_turned_off(changed, fabric)
+    # nor an all-reduce across hosts of one NIC: NCCL's NVLS takes one head a NIC across nodes, and runs on two or
+    # more (search.cc, tuning.cc; a review: refused there)
+    _check_turned_off(h100, fabric_of(h100.gpu, 8, 2, 1, 400.0, ""))
+    with pytest.raises(InputError, match="NVLink SHARP"):
+        _check_turned_off(h100, fabric_of(h100.gpu, 8, 2, 2, 400.0, ""))
     gap = _variant(tmp_path, "all_reduce_perf-g.log", drop="Rank  5 Group")
     with pytest.raises(
         InputError, match=r"g.log: device lines for ranks up to 15 without rank 5: a log filtered"

@@ -136,7 +136,16 @@ def _check_turned_off(log: Log, fabric: Fabric) -> None:
     choice: :func:`~sweep.model.nccl_fabric.turned_off_runs`); elsewhere the switch changes nothing, and the log
     is read."""
     for number, name, value in log.turned_off:
-        if turned_off_runs(name, fabric.arch, fabric.nvswitch, log.collective, log.gpus_per_node, log.nodes):
+        if turned_off_runs(
+            name,
+            fabric.arch,
+            fabric.nvswitch,
+            log.collective,
+            log.gpus_per_node,
+            log.nodes,
+            fabric.nics,
+            fabric.domain,
+        ):
             raise InputError(forced_text(log.path, number, name, value))
 
 

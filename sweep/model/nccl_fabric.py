@@ -175,17 +175,29 @@ HOPPER = ARCHS.index("hopper")  # NVLS from here on (kernels.nccl's nvls_ok)
 
 
 def turned_off_runs(
-    switch: str, arch: int, nvswitch: bool, collective: str, gpus_per_node: int, nodes: int
+    switch: str,
+    arch: int,
+    nvswitch: bool,
+    collective: str,
+    gpus_per_node: int,
+    nodes: int,
+    nics: float,
+    domain_hosts: int = 1,
 ) -> bool:
     """Whether the model's NCCL runs what ``switch`` (``NCCL_NVLS_ENABLE`` or ``NCCL_PAT_ENABLE``) turns off, on
-    hosts of ``arch`` (:data:`ARCH`'s index) with or without an NVSwitch (:mod:`kernels.nccl`'s nvls_ok and its
-    algorithms' rules): NVLS on Hopper and later behind an NVSwitch with several ranks a host, for an all-reduce,
-    or an all-gather or reduce-scatter inside one host of at most MAX_NVLS_ARITY ranks; PAT for an all-gather or
-    reduce-scatter of one rank a host across hosts. Elsewhere the switch changes nothing (reviews: an A100's log,
-    an all-to-all's, with NVLS off had been refused)."""
+    ``nodes`` hosts of ``arch`` (:data:`ARCH`'s index) with or without an NVSwitch, ``nics`` NICs a host reached
+    and ``domain_hosts`` hosts an NVLink domain (:mod:`kernels.nccl`'s nvls_ok and its algorithms' rules): NVLS
+    on Hopper and later behind an NVSwitch with several ranks a host, for an all-reduce (across NVLink domains
+    only on two heads or more, one a NIC of a domain), or an all-gather or reduce-scatter inside one host of at
+    most MAX_NVLS_ARITY ranks; PAT for an all-gather or reduce-scatter of one rank a host across hosts. Elsewhere
+    the switch changes nothing (reviews: an A100's log, an all-to-all's, with NVLS off had been refused; a host
+    of one NIC runs no NVLS across hosts)."""
     gathers = collective in ("all_gather", "reduce_scatter")
     if switch == "NCCL_NVLS_ENABLE":
-        nvls = collective == "all_reduce" or (gathers and nodes == 1 and gpus_per_node <= MAX_NVLS_ARITY)
+        domains = math.ceil(nodes / max(domain_hosts, 1))
+        heads = min(gpus_per_node * nodes / domains, math.floor(nics * nodes / domains + 1e-6))
+        all_reduce = collective == "all_reduce" and (domains == 1 or heads >= 2)
+        nvls = all_reduce or (gathers and nodes == 1 and gpus_per_node <= MAX_NVLS_ARITY)
         return arch >= HOPPER and nvswitch and gpus_per_node > 1 and nvls
     return gathers and gpus_per_node == 1 and nodes > 1
 
@@ -275,10 +287,13 @@ def fabric_of(
     variant = gpu_named(gpu, any_card=True)
     preset = variant if variant is not None and die(variant) == die(preset) else preset
     arch = ARCH[die(preset)]
+    spec = GPUS[preset]
+    reached = reached_nics(nics or 0, gpus_per_node, host_gpus or HOST_GPUS.get(match[0], spec.gpus_per_node))
+    domain_hosts = max(1, spec.domain // spec.gpus_per_node)
     runs = [
         what
         for what, switch in zip(MOOT_WHEN_FORCED, ("NCCL_NVLS_ENABLE", "NCCL_PAT_ENABLE"))
-        if turned_off_runs(switch, arch, nvswitch, collective, gpus_per_node, nodes)
+        if turned_off_runs(switch, arch, nvswitch, collective, gpus_per_node, nodes, reached, domain_hosts)
     ]
     if unpriced := unpriced_choice(stated, runs):
         return Unrepresented(
@@ -289,7 +304,6 @@ def fabric_of(
         return Unrepresented("TCP sockets (NET/Socket): the model has no transport efficiency for sockets")
     if nodes > 1 and not (nics and nic_gbps):
         return Unrepresented("nics_per_node or nic_gbps not stated: a multi-host row needs its NICs")
-    spec = GPUS[preset]
     system = HOST_GPUS.get(match[0], spec.gpus_per_node)
     if host_gpus is not None and host_gpus > system:
         return Unrepresented(f"hosts of {host_gpus} GPUs; the {match[0]} system's hold {system}")
