@@ -325,6 +325,9 @@ def test_iterations_factor_is_refused_where_it_changes_nothing_and_said_where_it
     r = invoke("need", "--model", "resnet50", "--target", "0.9", "--solve", "bandwidth", "--compressor",
                "none,topk:0.01", "--iterations-factor", "topk:0.01=3")  # fmt: skip
     assert r.exit_code == 2 and "need solves for the scaling factor of one step" in r.output, r.output
+    # and need's --help does not list it (a hunt: listed, then refused), where grid's does
+    assert "--iterations-factor" not in invoke("need", "--help").output
+    assert "--iterations-factor" in invoke("grid", "--help").output
     r = invoke(
         "need", "--model", "resnet50", "--target", "0.9", "--solve", "bandwidth", "--compressor", "fp16"
     )

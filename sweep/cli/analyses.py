@@ -25,8 +25,8 @@ from netsweep_jax.sweep.cli.parameters import (
     LARGE_MODEL_NOTES,
     LAYOUT,
     MODEL,
+    NEED_SETTINGS,
     PROFILE_HELP,
-    SETTINGS,
     WORKLOAD,
     CompareFabric,
     Force,
@@ -413,7 +413,7 @@ def _compare_defaults(ctx: typer.Context, values: dict[str, Any]) -> list[str]:
 SOLVED_AXES = {name: None for name in SOLVABLE}  # unset unless given: any of them may be the one solved for
 
 
-@options(MODEL, axis_parameters(SOLVED_AXES, notes=LARGE_MODEL_NOTES), BUSBW, SETTINGS, CACHE, LAYOUT)
+@options(MODEL, axis_parameters(SOLVED_AXES, notes=LARGE_MODEL_NOTES), BUSBW, NEED_SETTINGS, CACHE, LAYOUT)
 def need(
     ctx: typer.Context,
     target: Annotated[

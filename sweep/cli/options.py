@@ -6,10 +6,12 @@ Only Typer and the schema are imported at start-up; each command imports what it
 ``sweep --help`` does not load JAX.
 """
 
+import copy
 import functools
 import inspect
 import shlex
 import sys
+import typing
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -55,6 +57,15 @@ def param(
         default=default,
         annotation=Annotated[annotation, typer.Option(*flags, help=help, **extra)],
     )
+
+
+def hidden(parameter: inspect.Parameter) -> inspect.Parameter:
+    """``parameter`` left out of ``--help``, still parsed: a command that shares an option it cannot use refuses it
+    in its own words, without listing it."""
+    kind, info = typing.get_args(parameter.annotation)
+    info = copy.copy(info)
+    info.hidden = True
+    return parameter.replace(annotation=Annotated[kind, info])
 
 
 def typed_number(kind: type, low: float | None = None, high: float | None = None) -> Callable[[str], Any]:

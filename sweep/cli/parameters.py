@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
-from netsweep_jax.sweep.cli.options import axis_flags, param, typed_number
+from netsweep_jax.sweep.cli.options import axis_flags, hidden, param, typed_number
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES, AxisSpec, TextOption
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.layout_axes import (
@@ -184,6 +184,9 @@ SETTINGS = (
         param("x64", bool, False, "--x64", help="Compute and store in float64 (default float32)."),
     ]
 )
+# sweep need's: --iterations-factor enters time_to_accuracy alone, which need never solves for; parsed, so that
+# need refuses it in its own words, and left out of its --help (a hunt: listed there, then refused)
+NEED_SETTINGS = [hidden(p) if p.name == "iterations_factor" else p for p in SETTINGS]
 # The numeric axes' notes for a large model (sweep grid and sweep need). Its utilization is its stack's fitted
 # one, not the schema's 1 (which --help shows as the default).
 LARGE_MODEL_UTILIZATION = f" A large model's default: {FITTED_DEFAULT}; 1 with --collective nccl."

@@ -37,9 +37,10 @@ from collections.abc import Collection
 import numpy as np
 
 from netsweep_jax.kernels.layout_collectives import NCCL_CONSTANTS
-from netsweep_jax.kernels.nccl import ALGORITHMS, ARCHS, MAX_NVLS_ARITY, PROTOCOLS
+from netsweep_jax.kernels.nccl import ALGORITHMS, PROTOCOLS
 from netsweep_jax.sweep.model.compute import GPUS, die, gpu_named, name_words
 from netsweep_jax.sweep.model.fabric_constants import MIB, FabricConstants
+from netsweep_jax.sweep.model.nccl_forcing import runs
 
 # kernels/nccl.py's architecture index (0 Volta, 1 Ampere, 2 Hopper, 3 Blackwell) of each die.
 ARCH = {"v100": 0, "a100": 1, "h100": 2, "b200": 3, "gb200": 3, "b300": 3, "gb300": 3}
@@ -171,9 +172,6 @@ UNPRICED_CHOICE = (
 )
 
 
-HOPPER = ARCHS.index("hopper")  # NVLS from here on (kernels.nccl's nvls_ok)
-
-
 def turned_off_runs(
     switch: str,
     arch: int,
@@ -188,17 +186,31 @@ def turned_off_runs(
     ``nodes`` hosts of ``arch`` (:data:`ARCH`'s index) with or without an NVSwitch, ``nics`` NICs a host reached
     and ``domain_hosts`` hosts an NVLink domain (:mod:`kernels.nccl`'s nvls_ok and its algorithms' rules): NVLS
     on Hopper and later behind an NVSwitch with several ranks a host, for an all-reduce (across NVLink domains
-    only on two heads or more, one a NIC of a domain), or an all-gather or reduce-scatter inside one host of at
-    most MAX_NVLS_ARITY ranks; PAT for an all-gather or reduce-scatter of one rank a host across hosts. Elsewhere
+    only on two heads or more, one a NIC of a domain), or an all-gather or reduce-scatter inside one NVLink domain
+    of at most MAX_NVLS_ARITY ranks (:func:`~sweep.model.nccl_forcing.runs`, the kernel's rules); PAT for an all-gather or reduce-scatter of one rank a host across hosts. Elsewhere
     the switch changes nothing (reviews: an A100's log, an all-to-all's, with NVLS off had been refused; a host
     of one NIC runs no NVLS across hosts)."""
     gathers = collective in ("all_gather", "reduce_scatter")
     if switch == "NCCL_NVLS_ENABLE":
+        if not (gathers or collective == "all_reduce"):
+            return False
+        # NVLS or NVLSTree where the kernel can run them (sweep.model.nccl_forcing's rules, one NCCL node a domain)
         domains = math.ceil(nodes / max(domain_hosts, 1))
-        heads = min(gpus_per_node * nodes / domains, math.floor(nics * nodes / domains + 1e-6))
-        all_reduce = collective == "all_reduce" and (domains == 1 or heads >= 2)
-        nvls = all_reduce or (gathers and nodes == 1 and gpus_per_node <= MAX_NVLS_ARITY)
-        return arch >= HOPPER and nvswitch and gpus_per_node > 1 and nvls
+        domain_nics = math.floor(nics * nodes / domains + 1e-6)
+
+        def runs_here(name: str) -> bool:
+            return runs(
+                name,
+                all_reduce=collective == "all_reduce",
+                arch=arch,
+                nvswitch=nvswitch,
+                gpus_per_domain=gpus_per_node * nodes / domains,
+                domains=domains,
+                collnet=False,
+                domain_nics=domain_nics,
+            )
+
+        return runs_here("nvls") or runs_here("nvls_tree")
     return gathers and gpus_per_node == 1 and nodes > 1
 
 
