@@ -10,6 +10,9 @@ interleaved split's largest chunk): the steps by which the cubes had changed on 
 collective ``ring-or-tree`` renamed, a plan's ``layout_dp`` and its status rules) went with the old digests.
 Made again on 2026-12-07, when NCCL's shipped constants were refitted (an NVLS head's link charged twice): a
 layout grid's fingerprint hashes its GPU table, which carries them; no value of these cubes changed.
+Made again on 2026-12-08, when the large-model constants file was written again for a runs file whose two
+held-out rows' FLOP count was corrected (the constants the same; the ``assumed`` line says the file's date),
+taking in the settings declared since, at their defaults (``zero3_gather_once``).
 
 The content is every dataset (dtype, shape, values) and every attribute but those that record when, where and
 with which versions a cube was made, and the progress group (checksums of the values' bits). Float values are

@@ -67,9 +67,12 @@ def test_overlapping_the_expert_all_to_all_holds_one_layer_more():
     # g + d + (g etp + 2) k + (2 + g) f k / h = 2 + 1 + 8 + 32: 58.
     s, b, h, t = 2048, 1, 12288, 8
     moe = dict(experts=8, top_k=2, moe_layers=96, ep=8, sequence_parallel=1, attention=1, global_batch=2)
-    plain, overlapped = (run_one(gpt3_case(**moe, overlap=o)) for o in (3, 3 + 8))
     kept = s * b * h * 58 / t
-    assert (overlapped["memory_gb"] - plain["memory_gb"]) * 1e9 == pytest.approx(kept, rel=1e-9)
+    # one stage, and two interleaved stages of two chunks (the overlap needs interleaving where p > 1)
+    for pipeline in (dict(), dict(pp=2, schedule=2, gpus=16, global_batch=4)):
+        plain, overlapped = (run_one(gpt3_case(**{**moe, **pipeline}, overlap=o)) for o in (3, 3 + 8))
+        assert overlapped["status"] == 0
+        assert (overlapped["memory_gb"] - plain["memory_gb"]) * 1e9 == pytest.approx(kept, rel=1e-9), pipeline
 
 
 def test_each_stage_holds_its_own_parameters_with_its_own_activations():
