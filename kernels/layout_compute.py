@@ -3,9 +3,11 @@
 The notation is :mod:`kernels.layout`'s.
 
 Work per token and layer, forward (Narayanan et al., SC'21, section 5.1; the
-attention core counted in full, as Megatron counts it):
+attention core counted in full, as SC'21's eq. 3 and Megatron-LM's count before 2025-03-06 count it, where
+Megatron-LM's since and Megatron-Bridge's take its causal half: ``sweep.analysis.llm_predict``):
 
-    attn   = 4 h w_q + 4 h w_kv + 4 s w_q              (projections; scores and context)
+    attn   = 4 h w_q + 4 h w_kv + 4 s w_q              (projections; scores and context; MLA: its
+                                                       projections and 2 s w_q + 2 s a d_v)
     mlp    = (6 or 4) h f                             (dense layer: gated or not)
     moe    = (6 or 4) h f_e (k + S) + 2 h E           (MoE layer: routed and shared experts,
                                                        router; the time takes the routed part

@@ -134,7 +134,9 @@ u = f min(1, X / max(X_f, 1 B)): NCCL cuts a message into chunks that grow with 
 fill grows with X until the chunks are whole (from X_f on) and is f from there. o, f and X_f are the fabric's
 constants as eta and lambda are (the defaults o = f = 0 leave u out). Every collective below adds u too.
 
-Not NCCL's tuner (it prices neither), this model's own, with the tuner's ring Simple constants:
+Not NCCL's tuner (it prices neither), this model's own, with the tuner's ring constants: LL's base latency, 6.6
+us, and Simple's hop latencies l (NCCL picks LL for a peer's bytes up to 16 KiB a channel and Simple above;
+the label says Simple throughout):
 
     send/recv   t = 6.6 + l + X / (1000 w eta)           w = W inside a domain (N = 1), K r / (g O_s) across
     all-to-all  t = 6.6 + l_i [p_x > 1] + l_x [N > 1]

@@ -140,6 +140,19 @@ def test_every_row_keeps_its_source_and_the_published_numbers():
         assert (row["stack"] == "fsdp") == (row["id"] in fsdp), row["id"]
 
 
+def test_mla_without_a_query_down_projection_counts_its_query_matrix():
+    # A fact-check against Megatron-LM's num_floating_point_operations (d98e8a64): MLA with q_lora_rank None (a
+    # DeepSeek-V2-Lite shape) projects the query with one h x a (d_qk + d_r) matrix; r = 0 had counted none.
+    run = {r.id: r for r in read_runs(DATASET)}["MLM-DSV3-GB200-02"]
+    m = run.llm
+    h, a, r, dr = m.hidden, m.heads, m.q_rank, m.rope_dim
+    dqk = m.head_dim - dr
+    without = dataclasses.replace(run, llm=dataclasses.replace(m, q_rank=0))
+    per_layer = 2.0 * (h * a * (dqk + dr) - r * (h + a * (dqk + dr) + 1))
+    layers = m.layers + run.trained.mtp_layers  # each multi-token-prediction depth one more attention
+    assert megatron_causal_flops(without) - megatron_causal_flops(run) == pytest.approx(layers * per_layer)
+
+
 def test_megatron_bridges_flop_count_is_its_tables():
     # Each Megatron-Bridge row states TFLOP/s and tokens/s per GPU: their ratio is the table's FLOPs per token, which
     # megatron_causal_flops (the causal half of the attention core, no router, gpt-oss's MLP as 2 matrices) must

@@ -34,8 +34,9 @@ def megatron_causal_flops(run: Run) -> float:
     and projection, and the logits again (``mtp_num_layers``):
 
         plain attention   4 h a d (1 + g / a) + 2 s a d
-        MLA               2 (r (h + a (d_qk + d_r) + 1) + c (h + a (d_qk + d_v) + 1) + h d_r + a d_v h)
-                          + s a (d_qk + d_r + d_v)
+        MLA               2 (q + c (h + a (d_qk + d_v) + 1) + h d_r + a d_v h) + s a (d_qk + d_r + d_v),
+                          q = r (h + a (d_qk + d_r) + 1), or h a (d_qk + d_r) without a query down-projection
+                          (r = 0: Megatron-LM's ``q_lora_rank`` None, DeepSeek-V2-Lite's shape)
         MLP               2 h f x (3 gated with SiLU, else 2);  MoE: 2 h f_e (k + S) x (3 or 2)
         MTP               2 (3 h + 2 h^2)
         per token         (L + D) attention + (L - L_e) MLP + (L_e + D) MoE + D MTP + (1 + D) 2 h v
@@ -48,9 +49,12 @@ def megatron_causal_flops(run: Run) -> float:
     if m.q_rank or m.kv_rank:
         dr, dv, r, c = m.rope_dim, m.v_head_dim or d, m.q_rank, m.kv_rank
         dqk = d - dr  # the preset's head_dim includes the rotary part
-        attention = 2.0 * (
-            r * (h + a * (dqk + dr) + 1) + c * (h + a * (dqk + dv) + 1) + h * dr + a * dv * h
-        ) + s * a * (dqk + dr + dv)
+        # the query's projections: through its down-projection of rank r, or one h x a (d_qk + d_r) matrix (a
+        # fact-check: r = 0 had counted no query projection, 22% under Megatron-LM's count)
+        query = r * (h + a * (dqk + dr) + 1) if r else h * a * (dqk + dr)
+        attention = 2.0 * (query + c * (h + a * (dqk + dv) + 1) + h * dr + a * dv * h) + s * a * (
+            dqk + dr + dv
+        )
     else:
         g = m.kv_heads or a
         attention = 4.0 * h * a * d * (1 + g / a) + 2.0 * s * a * d
