@@ -36,7 +36,7 @@ Activations are held for min(m, p) micro-batches on the first stage (Narayanan: 
 1F1B), times 1 + (p - 1) / (p V) when interleaved, and on the last for one under 1F1B, min(m V, (V - 1) p + 1) / V
 interleaved (its (V - 1) p warm-up chunks and the one running, each n / V layers: Megatron-Core's
 schedules.py, NVIDIA/Megatron-LM@d98e8a64; its MTP depths, on its last chunk, for one), with
---overlap-moe-expert-parallel-comm one layer more on every stage (each forward layer kept as the previous
+--overlap-moe-expert-parallel-comm on a MoE model one layer more on every stage (each forward layer kept as the previous
 micro-batch's backward frees one), for all but ``offload_layers`` of a
 stage's layers (Megatron-Core's --cpu-offloading-num-layers moves their activations to the
 host; at least one layer stays; the copies are taken to hide behind compute; only at p = 1 without
@@ -49,8 +49,9 @@ Megatron-LM's theoretical_memory_usage.py). The last stage also runs the D multi
 projection's 2h-wide input and its final norm's input, (6 + 2 g) b (s / c) h (/ t with SP), and its own fp32
 logits and output-layer input, 4 b (s / c) (v + h) / t:
 
-    A_last = (n_last F_last + D) A_kept + (1 + D) 4 b (s / c) (v + h) / t
-             + D (6 + 2 g) b (s / c) h / (t if SP else 1)      (F_last: the last stage's micro-batches in flight)
+    A_last = (n_last F_last + D + o) A_kept + (1 + D) 4 b (s / c) (v + h) / t
+             + D (6 + 2 g) b (s / c) h / (t if SP else 1)      (F_last: the last stage's micro-batches in flight;
+                                                               o: 1 with the expert all-to-all's overlap)
 
 Each of the first and the last stage holds its own parameters' states (the embedding on the first, the output
 layer and MTP on the last) with its own activations; the larger of the two must fit the usable memory,

@@ -638,9 +638,7 @@ def _graphs(q: _Group) -> _Graphs:
     # NVIDIA/nccl#1801's measured busbw).
     c0 = jnp.where(multi, q.node_nics * jnp.maximum(_floor(r / s0), 1.0), _floor(w / s0))
     c0 = jnp.clip(c0, 1.0, MAX_CHANNELS)
-    dup = (s0 >= 25.0) & ~((arch >= 2) & (s0 < 50.0) & (c0 > 4))
-    c = jnp.where(dup, jnp.minimum(2 * c0, MAX_CHANNELS), c0)
-    s = s0 / jnp.ceil(c / c0)
+    c, s = _duplicated(c0, s0, arch, MAX_CHANNELS)
     # Across nodes with several GPUs a node every channel also crosses the node's NVLink once (GPU to GPU), and
     # NCCL's search charges each link the speed of every channel it carries: c s <= W.
     s = jnp.where(multi & (p > 1), jnp.minimum(s, w / c), s)
@@ -664,10 +662,16 @@ def _graphs(q: _Group) -> _Graphs:
     sd0 = _speed(speeds, jnp.minimum(r, w / cd0))
     # duplicated as the ring's (ncclTopoDupChannels skips NVLS alone), up to its most channels, min(8, p): fewer
     # heads than GPUs (fewer NICs) are doubled at half the speed (a review)
-    dup_d = (sd0 >= 25.0) & ~((arch >= 2) & (sd0 < 50.0) & (cd0 > 4))
-    cd = jnp.where(dup_d, jnp.minimum(2 * cd0, jnp.clip(jnp.minimum(MAX_DIRECT_ARITY, p), 1.0, None)), cd0)
-    sd = sd0 / jnp.ceil(cd / cd0)
+    cd, sd = _duplicated(cd0, sd0, arch, jnp.clip(jnp.minimum(MAX_DIRECT_ARITY, p), 1.0, None))
     return _Graphs(c, s, st, cn, sn, sx, cd, sd)
+
+
+def _duplicated(c0: Array, s0: Array, arch: Array, most: Array | float) -> tuple[Array, Array]:
+    """A graph's channels and speed after NCCL's duplication (search.cc ncclTopoDupChannels): doubled, up to
+    ``most``, at the speed divided by ceil(c / c0), unless s0 < 25 or (Hopper on, s0 < 50, c0 > 4)."""
+    dup = (s0 >= 25.0) & ~((arch >= 2) & (s0 < 50.0) & (c0 > 4))
+    c = jnp.where(dup, jnp.minimum(2 * c0, most), c0)
+    return c, s0 / jnp.ceil(c / c0)
 
 
 def _running(q: _Group, gr: _Graphs) -> _Graphs:

@@ -1,8 +1,6 @@
 """kernels/nccl.py: NCCL's tuner as equations, by hand for each algorithm and protocol, and against the float64
 reference (tests/reference.py's ``nccl_collective``) on random groups on random fabrics."""
 
-import math
-
 import jax
 import numpy as np
 import pytest
@@ -455,7 +453,7 @@ def evaluate(c, dtype):
 def test_where_a_forced_algorithm_runs_is_the_twins_choice():
     """sweep.model.nccl_forcing.runs (what a sweep says of a forcing that falls back) against the float64 twin:
     forced, the twin runs the algorithm exactly where the rule says it can."""
-    from netsweep_jax.sweep.model.nccl_forcing import NEEDS, runs
+    from netsweep_jax.sweep.model.nccl_forcing import NEEDS, domain_nics, runs
 
     rng = np.random.default_rng(7)
     c = random_cases(rng, 600)
@@ -477,7 +475,7 @@ def test_where_a_forced_algorithm_runs_is_the_twins_choice():
                 gpus_per_domain=row["g"] * row["hosts"] / domains,
                 domains=domains,
                 collnet=row["collnet"],
-                domain_nics=math.floor(row["nics"] * row["hosts"] / domains + 1e-6),
+                domain_nics=domain_nics(row["nics"], row["hosts"], domains),
             )
             assert (ran == a) == rule, (i, name, row)
             said[rule].add(name)
@@ -619,6 +617,16 @@ def test_nvls_and_collnet_direct_take_one_head_a_nic_across_hosts():
     assert (
         run(0, GIB, 8, 2, H100_NVL, 2, 25.0, 2, eta=eta, algo=nccl.NVLS_TREE)[1] == "nvls_tree"
     )  # two heads
+    # the host-side rule a sweep's fallback says (sweep.model.nccl_forcing) is the twin's, NICs and all
+    from netsweep_jax.sweep.model.nccl_forcing import runs
+
+    for nics in (1, 2):
+        rule = runs("nvls_tree", all_reduce=True, arch=2, nvswitch=True, gpus_per_domain=8, domains=2, collnet=False,
+                    domain_nics=nics)  # fmt: skip
+        _, ran, _ = reference.nccl_collective(
+            0, GIB, 8, 2, 1, H100_NVL, nics, 50.0, 2, True, False, *eta, 0.0, 5
+        )
+        assert rule == (nccl.ALGORITHMS[ran] == "nvls_tree") == (nics == 2)
     # CollNet direct with one or two 100 Gbit/s NICs a host: c_d = K heads, each channel at the NIC's 12.5 GB/s
     # (its share; NCCL's step 12), f = 8 / c_d GPUs a head, B = c_d 12.5 / (f - (f - 1) / 2) x 0.85 (Hopper),
     # algbw B / 2: twice the bytes cost X / (1000 algbw eta_net) us more (latencies and the fill cancel). Eight
@@ -640,8 +648,8 @@ def test_nvls_and_collnet_direct_take_one_head_a_nic_across_hosts():
     [
         # NVLSTree on two hosts of 8 x 200 Gbit/s (its 2-node ratio had run 208 GB/s through 200 GB/s of NICs)
         ("nvls tree, 2 hosts", (0, GIB, 8, 2, H100_NVL, 8, 25, 2), {"algo": 5}),
-        # over a spine's divisor (or a utilization below 1): the floor's rate divided too (a review: it was not,
-        # and CollNet's time stayed flat from O_s 1 to 3)
+        # over a spine's divisor (or a utilization below 1): the floor's rate divided too (a review: it was not).
+        # CollNet direct no longer reaches the floor: one head a NIC, NCCL's own estimate (a test below).
         ("nvls tree, spine 2", (0, GIB, 8, 2, H100_NVL, 8, 25, 2), {"algo": 5, "spine": 2.0}),
     ],
     ids=lambda v: v if isinstance(v, str) else "",

@@ -16,7 +16,7 @@ from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.io.fabric_file import read_fabric
 from netsweep_jax.sweep.io.nccl_tests_log import read_nccl_tests_log
 from netsweep_jax.sweep.model.compute import named_memory_differs
-from netsweep_jax.sweep.model.nccl_fabric import SHIPPED, Fabric, Unrepresented, fabric_of
+from netsweep_jax.sweep.model.nccl_fabric import SHIPPED, Fabric, Unrepresented, fabric_of, turned_off_runs
 
 ALL_REDUCE = DATA / "all_reduce_perf-2x8.log"
 ALL_GATHER = DATA / "all_gather_perf-1x8.log"
@@ -538,8 +538,6 @@ def test_what_is_not_one_run_of_every_rank_under_nccls_own_choice_is_refused(tmp
     assert isinstance(fabric_of("H100 SXM", 8, 2, 2, 400.0, stated), Unrepresented)
     # NCCL's nodes are NVLink domains (a GB200 rack's trays one node): two trays of one NIC each are one domain
     # of 8 GPUs, where NVLS runs whatever the NICs (a review: the rule had counted hosts); an all-gather too
-    from netsweep_jax.sweep.model.nccl_fabric import turned_off_runs
-
     hopper, blackwell = 2, 3
     for collective in ("all_reduce", "all_gather"):
         assert turned_off_runs("NCCL_NVLS_ENABLE", blackwell, True, collective, 4, 2, 1, domain_hosts=18)

@@ -1,11 +1,11 @@
 """Each large-model run's published metric, predicted in its source's own units and FLOP counting.
 
 ``s_per_iter`` (``flops`` ``time``): the iteration time. ``tokens_per_s_per_GPU`` (``tokens``): global
-tokens per second over the GPUs. ``model_TFLOPs_per_GPU`` and Megatron-LM's ``TFLOPs_per_GPU``
-(``megatron``): model FLOPs as :mod:`kernels.layout` counts them, over time and GPUs. Narayanan et al.'s
+tokens per second over the GPUs. ``model_TFLOPs_per_GPU`` and Megatron-LM's ``TFLOPs_per_GPU`` of before
+2025-03-06 (``megatron``): model FLOPs as :mod:`kernels.layout` counts them, over time and GPUs. Narayanan et al.'s
 ``TFLOPs_per_GPU`` (``sc21-eq3``): their eq. 3, ``96 B s l h^2 (1 + s / 6h + v / 16 l h)``, which counts a
-recomputed forward (:func:`source_flops`), over time and GPUs. Megatron-Bridge's tables of 2025
-(``megatron-causal``): its own count (:func:`megatron_causal_flops`: the attention core's causal half, no router),
+recomputed forward (:func:`source_flops`), over time and GPUs. Megatron-Bridge's tables of 2025 and Megatron-LM's
+count since 2025-03-06 (``megatron-causal``): its own count (:func:`megatron_causal_flops`: the attention core's causal half, no router),
 over time and GPUs. The protocol is
 :mod:`sweep.analysis.llm_validation`'s.
 """

@@ -639,7 +639,7 @@ DATED_2026_12_07_HEADS = (
 
 # The changes of 2026-12-08 (NCCL's devices and heads as its search and AWS's plugin build them).
 DATED_2026_12_08_DEVICES = (
-    "- 2026-12-08, after the held-out errors above had been seen, three changes read from source code, not "
+    "- 2026-12-08, after the held-out errors above had been seen, four changes read from source code, not "
     "from these rows (a fact-check of `kernels/nccl.py` against NCCL's search): across nodes NVLS and CollNet "
     "direct take one head a NIC of the NCCL node, each on its own GPU (`search.cc`, ncclTopoSearchRecNet), "
     "NCCL runs neither NVLS nor NVLSTree on fewer than two heads (`tuning.cc`), and CollNet direct's fewer "

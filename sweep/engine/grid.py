@@ -84,7 +84,7 @@ from netsweep_jax.sweep.model.fabrics import (
 )
 from netsweep_jax.sweep.model.fusion import DDP_BUCKET_CAP, DDP_FIRST_BUCKET, fsdp_units
 from netsweep_jax.sweep.model.nccl_fabric import ARCH
-from netsweep_jax.sweep.model.nccl_forcing import NEEDS, forced_algorithm, nowhere, runs
+from netsweep_jax.sweep.model.nccl_forcing import NEEDS, domain_nics, forced_algorithm, nowhere, runs
 from netsweep_jax.sweep.model.profile import MAX_SECONDS, Profile
 from netsweep_jax.sweep.model.vector_add import read_table
 
@@ -649,7 +649,7 @@ def _forced_fallbacks(
         ok = np.array([
             runs(name, all_reduce=all_reduce, arch=ARCH[die(gpu)], nvswitch=_domain(fabric, g) > 1,
                  gpus_per_domain=float(per), domains=2.0 if multi else 1.0, collnet=bool(fabric and fabric.collnet),
-                 domain_nics=float(k * per / g))
+                 domain_nics=domain_nics(k, per / g, 1.0))
             for multi, per in pairs
         ], bool)  # fmt: skip
         missed = hosts[~ok[where]]

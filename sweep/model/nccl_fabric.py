@@ -40,7 +40,7 @@ from netsweep_jax.kernels.layout_collectives import NCCL_CONSTANTS
 from netsweep_jax.kernels.nccl import ALGORITHMS, PROTOCOLS
 from netsweep_jax.sweep.model.compute import GPUS, die, gpu_named, name_words
 from netsweep_jax.sweep.model.fabric_constants import MIB, FabricConstants
-from netsweep_jax.sweep.model.nccl_forcing import runs
+from netsweep_jax.sweep.model.nccl_forcing import domain_nics, runs
 
 # kernels/nccl.py's architecture index (0 Volta, 1 Ampere, 2 Hopper, 3 Blackwell) of each die.
 ARCH = {"v100": 0, "a100": 1, "h100": 2, "b200": 3, "gb200": 3, "b300": 3, "gb300": 3}
@@ -180,14 +180,14 @@ def turned_off_runs(
     gpus_per_node: int,
     nodes: int,
     nics: float,
-    domain_hosts: int = 1,
+    domain_hosts: int,
 ) -> bool:
     """Whether the model's NCCL runs what ``switch`` (``NCCL_NVLS_ENABLE`` or ``NCCL_PAT_ENABLE``) turns off, on
     ``nodes`` hosts of ``arch`` (:data:`ARCH`'s index) with or without an NVSwitch, ``nics`` NICs a host reached
     and ``domain_hosts`` hosts an NVLink domain (:mod:`kernels.nccl`'s nvls_ok and its algorithms' rules): NVLS
     on Hopper and later behind an NVSwitch with several ranks a host, for an all-reduce (across NVLink domains
     only on two heads or more, one a NIC of a domain), or an all-gather or reduce-scatter inside one NVLink domain
-    of at most MAX_NVLS_ARITY ranks (:func:`~sweep.model.nccl_forcing.runs`, the kernel's rules); PAT for an all-gather or reduce-scatter of one rank a host across hosts. Elsewhere
+    of at most 32 ranks (:func:`~sweep.model.nccl_forcing.runs`, the kernel's rules); PAT for an all-gather or reduce-scatter of one rank a host across hosts. Elsewhere
     the switch changes nothing (reviews: an A100's log, an all-to-all's, with NVLS off had been refused; a host
     of one NIC runs no NVLS across hosts)."""
     gathers = collective in ("all_gather", "reduce_scatter")
@@ -196,7 +196,7 @@ def turned_off_runs(
             return False
         # NVLS or NVLSTree where the kernel can run them (sweep.model.nccl_forcing's rules, one NCCL node a domain)
         domains = math.ceil(nodes / max(domain_hosts, 1))
-        domain_nics = math.floor(nics * nodes / domains + 1e-6)
+        nics_a_domain = domain_nics(nics, nodes, domains)
 
         def runs_here(name: str) -> bool:
             return runs(
@@ -207,7 +207,7 @@ def turned_off_runs(
                 gpus_per_domain=gpus_per_node * nodes / domains,
                 domains=domains,
                 collnet=False,
-                domain_nics=domain_nics,
+                domain_nics=nics_a_domain,
             )
 
         return runs_here("nvls") or runs_here("nvls_tree")
@@ -300,7 +300,9 @@ def fabric_of(
     preset = variant if variant is not None and die(variant) == die(preset) else preset
     arch = ARCH[die(preset)]
     spec = GPUS[preset]
-    reached = reached_nics(nics or 0, gpus_per_node, host_gpus or HOST_GPUS.get(match[0], spec.gpus_per_node))
+    system = HOST_GPUS.get(match[0], spec.gpus_per_node)
+    host = host_gpus or system
+    reached = reached_nics(nics or 0, gpus_per_node, host)
     domain_hosts = max(1, spec.domain // spec.gpus_per_node)
     runs = [
         what
@@ -316,10 +318,8 @@ def fabric_of(
         return Unrepresented("TCP sockets (NET/Socket): the model has no transport efficiency for sockets")
     if nodes > 1 and not (nics and nic_gbps):
         return Unrepresented("nics_per_node or nic_gbps not stated: a multi-host row needs its NICs")
-    system = HOST_GPUS.get(match[0], spec.gpus_per_node)
     if host_gpus is not None and host_gpus > system:
         return Unrepresented(f"hosts of {host_gpus} GPUs; the {match[0]} system's hold {system}")
-    host = host_gpus or system
     if gpus_per_node > host:
         return Unrepresented(
             f"{gpus_per_node} GPUs on one host; the {match[0]} system's hosts hold {host} (hosts of one name, such as "
@@ -328,9 +328,9 @@ def fabric_of(
     return Fabric(
         gpus_per_node=gpus_per_node,
         nodes=nodes,
-        domain=max(1, spec.domain // spec.gpus_per_node),
+        domain=domain_hosts,
         nvlink=spec.nvlink,
-        nics=reached_nics(nics or 0, gpus_per_node, host),
+        nics=reached,
         nic_gbps=nic_gbps or 0.0,
         arch=arch,
         nvswitch=nvswitch,

@@ -22,6 +22,8 @@ NCCL_MAX_NVLS_ARITY; ``tests/test_nccl.py`` checks them against the float64 twin
 protocol (``nccl:ll``, ``nccl:ll128``, ``nccl:simple``) always runs: the ring has all three.
 """
 
+import math
+
 from netsweep_jax.sweep.core.layout_axes import NCCL_PROTOCOLS
 
 NEEDS = {
@@ -56,6 +58,12 @@ def forced_protocol(collective: str) -> str | None:
     """The protocol ``collective`` forces (``nccl:PROTO``, as ``NCCL_PROTO``: ll, ll128 or simple), else None."""
     name = collective[5:] if collective.startswith("nccl:") else ""
     return name if name in NCCL_PROTOCOLS else None
+
+
+def domain_nics(nics: float, hosts: float, domains: float) -> float:
+    """The NICs of one NCCL node (an NVLink domain) of a group of ``hosts`` hosts of ``nics`` NICs each over
+    ``domains`` domains: floor(K H / N), at least one, as the kernel counts them (kernels.nccl's K_n)."""
+    return max(math.floor(nics * hosts / domains + 1e-6), 1)
 
 
 def runs(
