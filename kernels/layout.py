@@ -190,8 +190,9 @@ def _on_nics(
     the experts' (placed otherwise where ep x expert tp is not tp), weighted by their parameters on the slowest
     stage, a group of one GPU (no traffic) weighing nothing (reviews); the dense group's alone where the experts'
     weigh nothing (a dense model)."""
-    dense = jnp.where(comm.dp_group > 1, dpar.stage_dense, 0.0)
-    expert = jnp.where(params.expert_dp > 1, dpar.stage_expert, 0.0)
+    stage_dense, stage_expert = dpar.larger
+    dense = jnp.where(comm.dp_group > 1, stage_dense, 0.0)
+    expert = jnp.where(params.expert_dp > 1, stage_expert, 0.0)
     dp_on_nics = jnp.where(
         expert > 0,
         (dense * comm.dp_on_nics + expert * nic_share(params.expert_dp, params.expert_stride, lay))
@@ -233,7 +234,7 @@ def _step(arch: Arch, dev: Device, lay: Parallelism) -> dict[str, Value]:
     dpar = data_parallel_exposed(arch, dev, lay, params, times, rc, comm, pipe)
     out["dp_exposed"] = out["dp_exposed"] + dpar.dp_sync + dpar.gather_exposed
     optimizer, adam_states = optimizer_step(
-        dev, lay, work.kappa, comm.dp_group, params.expert_dp, dpar.stage_dense, dpar.stage_expert
+        dev, lay, work.kappa, comm.dp_group, params.expert_dp, *dpar.larger
     )
     overhead = jnp.where(gpus > 1, lay.overhead, 0.0)
     out.update(bubble=pipe.bubble, optimizer=optimizer, overhead_time=overhead)

@@ -88,15 +88,30 @@ def fifo_end(prev_end: Value, start: Value, count: Value, ready_every: Value, du
 
 
 class DataParallel(NamedTuple):
-    """The data-parallel time the step waits on, the larger stage's parameters on one GPU, and each of the first and
-    the last stage's."""
+    """The data-parallel time the step waits on, and the first and the last stage's parameters on one GPU."""
 
     dp_sync: Value  # the gradients' reduction exposed after the slowest stage's backward (s)
     gather_exposed: Value  # the parameters' all-gather at ZeRO 1/2 (s)
-    stage_dense: Value  # the larger of the first and last stage's dense parameters on one GPU
-    stage_expert: Value  # its expert parameters on one GPU
     first: tuple[Value, Value]  # the first stage's (dense, expert) parameters on one GPU
     last: tuple[Value, Value]  # the last stage's (the first's where p = 1)
+
+    @property
+    def larger(self) -> tuple[Value, Value]:
+        """The (dense, expert) parameters on one GPU of the stage that holds more (the first on a tie)."""
+        return larger_stage(self.first, self.last)
+
+
+def larger_stage(first: tuple[Value, Value], last: tuple[Value, Value]) -> tuple[Value, Value]:
+    """Of two stages' (dense, expert) parameters, those of the one that holds more (the first on a tie)."""
+    first_is_larger = first[0] + first[1] >= last[0] + last[1]
+    return jnp.where(first_is_larger, first[0], last[0]), jnp.where(first_is_larger, first[1], last[1])
+
+
+def stage_layers(arch: Arch, pipe: Pipeline) -> tuple[Value, Value]:
+    """The layers of the first and the last stage, each with the D multi-token-prediction depths it runs (the
+    last stage's; the first's where p = 1: :mod:`kernels.layout_pipeline`)."""
+    mtp = arch.mtp_layers
+    return pipe.n_first + jnp.where(pipe.is_one, mtp, 0.0), pipe.n_last + mtp
 
 
 def data_parallel_exposed(
@@ -116,7 +131,7 @@ def data_parallel_exposed(
     grad_overlap, param_overlap, dp_group = comm.grad_overlap, comm.param_overlap, comm.dp_group
     rs3, ar_grads, tp_backward = comm.rs3, comm.ar_grads, comm.tp_backward
     cp_backward, ep_layer = comm.cp_backward, comm.ep_layer
-    n_first, n_mid, n_last, is_one = pipe.n_first, pipe.n_mid, pipe.n_last, pipe.is_one
+    n_first, n_mid, is_one = pipe.n_first, pipe.n_mid, pipe.is_one
     exists, embed_time, logits_b = pipe.exists, pipe.embed_time, pipe.logits_b
     gamma = jnp.where(zero >= 1, rs3, ar_grads)  # a reduce-scatter at ZeRO 1/2, else an all-reduce
     embed_grads = embed_params * dev.grad_bytes
@@ -138,9 +153,7 @@ def data_parallel_exposed(
         serial = n * gamma + jnp.where(last, head_grads, 0.0) + jnp.where(first, gamma_embed, 0.0)
         return jnp.maximum(0.0, jnp.where(grad_overlap, end - backward_end, serial) - slack)
 
-    # The last stage's layers include the D multi-token-prediction depths' (:mod:`kernels.layout_pipeline`).
-    mtp = arch.mtp_layers
-    n_one, n_end = n_first + jnp.where(is_one, mtp, 0.0), n_last + mtp
+    n_one, n_end = stage_layers(arch, pipe)
     dp_sync = exposed(n_one, True, is_one, 0.0)
     dp_sync = jnp.maximum(dp_sync, jnp.where(exists[1], exposed(n_mid, False, False, n_mid * beta), 0.0))
     dp_sync = jnp.maximum(
@@ -149,9 +162,7 @@ def data_parallel_exposed(
     # none where neither group has two GPUs (expert DP's alone at dp x cp 1: a review, TP 4 of EP 1 priced none)
     dp_sync = jnp.where((zero >= 3) | ((dp_group <= 1) & (expert_dp <= 1)), 0.0, dp_sync)
     first, last = stage_params(arch, lay, params, pipe)
-    first_is_larger = (first[0] + first[1] >= last[0] + last[1]) | ~exists[2]
-    stage_dense = jnp.where(first_is_larger, first[0], last[0])
-    stage_expert = jnp.where(first_is_larger, first[1], last[1])
+    stage_dense, stage_expert = larger_stage(first, last)
     gather = scatter_or_gather(stage_dense * dev.param_bytes, dp_group, t, lay) + scatter_or_gather(
         stage_expert * dev.param_bytes, expert_dp, expert_stride, lay
     )
@@ -164,8 +175,6 @@ def data_parallel_exposed(
     return DataParallel(
         dp_sync=dp_sync,
         gather_exposed=gather_exposed,
-        stage_dense=stage_dense,
-        stage_expert=stage_expert,
         first=first,
         last=last,
     )
@@ -184,8 +193,8 @@ def stage_params(
     GPUs, expert parameters over the expert data-parallel group (Megatron-Core's expert optimizer: world /
     (etp ep pp) GPUs)."""
     t, h, mtp, untied = lay.tp, arch.hidden, arch.mtp_layers, 1.0 - arch.tied
-    n_first, n_last, is_one, exists = pipe.n_first, pipe.n_last, pipe.is_one, pipe.exists
-    n_one, n_end = n_first + jnp.where(is_one, mtp, 0.0), n_last + mtp
+    n_first, is_one, exists = pipe.n_first, pipe.is_one, pipe.exists
+    n_one, n_end = stage_layers(arch, pipe)
     dense_layer, expert_layer = params.dense_gpu, params.expert_params / (params.etp * lay.ep)
     embed_params = params.embed_params
     mtp_extra = 2.0 * h * h / t + 3.0 * h
